@@ -1,0 +1,83 @@
+# api-syncagent: build, test bed, tests and the demo.
+#
+# Everything is built from the Go module proxy; binaries of the test bed and
+# tools are cached in $(CACHE_DIR) (outside the clone) and reused.
+
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := build
+
+export GONOSUMDB := github.com/kcp-dev
+
+CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/api-syncagent
+BIN_DIR   ?= _build
+ARTIFACTS ?= $(CURDIR)/_artifacts
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X github.com/kcp-syncagent/api-syncagent/internal/version.Version=$(VERSION)
+
+E2E_TIMEOUT  ?= 60m
+E2E_PARALLEL ?= 2
+E2E_RUN      ?= .
+UNIT_PKGS    := ./cmd/... ./internal/...
+
+BUILD_TOOL := hack/build-tool.sh
+
+.PHONY: build
+build: ## Build the agent binary into $(BIN_DIR).
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/api-syncagent ./cmd/api-syncagent
+
+# The test bed: each target prints nothing but builds the binary when missing.
+.PHONY: testbed
+testbed: ## Build kcp, kube-apiserver, etcd and kubectl from the Go module proxy (cached).
+	@$(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp >/dev/null
+	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver >/dev/null
+	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl >/dev/null
+	@$(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd >/dev/null
+	@echo "test bed ready in $(CACHE_DIR)/testbed"
+
+# Paths of the test bed binaries (the build tool only prints once they exist).
+TESTBED_ENV = \
+	KCP_BIN=$$($(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp) \
+	TEST_ASSET_KUBE_APISERVER=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver) \
+	TEST_ASSET_KUBECTL=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl) \
+	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
+
+.PHONY: test
+test: verify test-unit test-e2e ## Everything CI runs: verify, unit and e2e tests.
+
+.PHONY: test-unit
+test-unit: ## Unit tests (with the race detector).
+	go test -race -count=1 $(UNIT_PKGS)
+
+.PHONY: test-e2e
+test-e2e: testbed build ## e2e tests against real kcp and kube-apiserver (E2E_RUN=regex to select).
+	mkdir -p $(ARTIFACTS)
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent ARTIFACTS=$(ARTIFACTS) \
+		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
+
+.PHONY: codegen
+codegen: ## Regenerate deepcopy code and CRDs.
+	hack/codegen.sh
+
+.PHONY: verify
+verify: ## Fail when generated files are stale, code is unformatted or go vet complains.
+	hack/verify.sh
+
+.PHONY: lint
+lint: ## Run golangci-lint (built from the Go module proxy, config in .golangci.yml).
+	$$($(BUILD_TOOL) hack/tools/golangci-lint github.com/golangci/golangci-lint/v2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint golangci-lint tools) run ./...
+
+.PHONY: demo
+demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent go run ./hack/demo
+
+.PHONY: clean
+clean: ## Remove build output and artifacts (the cached test bed stays; `make clean-cache` removes it).
+	rm -rf $(BIN_DIR) $(ARTIFACTS) _demo
+
+.PHONY: clean-cache
+clean-cache: ## Remove the cached test bed and tools.
+	rm -rf $(CACHE_DIR)
+
+.PHONY: help
+help: ## Show this help.
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'

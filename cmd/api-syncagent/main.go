@@ -1,0 +1,61 @@
+// Command api-syncagent publishes APIs of a Kubernetes service cluster into
+// kcp and synchronizes the objects that kcp consumers create with it.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/app"
+	agentlog "github.com/kcp-syncagent/api-syncagent/internal/log"
+	"github.com/kcp-syncagent/api-syncagent/internal/options"
+)
+
+func main() {
+	o := options.New()
+	fs := pflag.NewFlagSet("api-syncagent", pflag.ContinueOnError)
+	fs.SortFlags = true
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: api-syncagent --kcp-kubeconfig=FILE --namespace=NS (--apiexportendpointslice-ref=NAME | --apiexport-ref=NAME) [flags]\n\n")
+		fmt.Fprintf(os.Stderr, "Publishes APIs of this service cluster into kcp (PublishedResources) and syncs their objects.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	o.AddFlags(fs)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+
+	o.Complete()
+	warnings, err := o.Validate()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Invalid command line:")
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(os.Stderr, "  - %s\n", line)
+		}
+		os.Exit(2)
+	}
+
+	log, err := agentlog.New(o.LogFormat, o.LogDebug)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for _, w := range warnings {
+		log.Info("Warning: " + w)
+	}
+
+	if err := app.Run(ctrl.SetupSignalHandler(), log, o); err != nil {
+		log.Error(err, "Agent failed")
+		os.Exit(1)
+	}
+}

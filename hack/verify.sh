@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fails when generated code is stale, Go code is unformatted, go vet reports
+# a problem, or a go.mod/go.sum is untidy. It compares file contents before
+# and after regenerating, so it works on a dirty tree too (and leaves the
+# regenerated files in place for you to commit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail=0
+snapshot() { find "$@" -type f \( -name '*.go' -o -name '*.yaml' -o -name 'go.mod' -o -name 'go.sum' \) -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum; }
+
+before=$(snapshot sdk deploy/crd)
+hack/codegen.sh
+after=$(snapshot sdk deploy/crd)
+if [ "$before" != "$after" ]; then
+  echo "generated files were stale; 'make codegen' has now updated them, commit the result:" >&2
+  diff <(echo "$before") <(echo "$after") >&2 || true
+  fail=1
+fi
+
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  fail=1
+fi
+
+for mod in . sdk; do
+  (cd "$mod" && go vet -tags e2e ./...) || fail=1
+done
+
+for mod in . sdk hack/testbed/kcp hack/testbed/kubernetes hack/testbed/etcd hack/tools/*/; do
+  mod=${mod%/}
+  [ -f "$mod/go.mod" ] || continue
+  before=$(cat "$mod/go.mod" "$mod/go.sum" 2>/dev/null)
+  (cd "$mod" && go mod tidy) || { echo "go mod tidy failed in $mod" >&2; fail=1; continue; }
+  if [ "$before" != "$(cat "$mod/go.mod" "$mod/go.sum" 2>/dev/null)" ]; then
+    echo "$mod/go.mod or go.sum was not tidy; it is now, commit the result" >&2
+    fail=1
+  fi
+done
+
+[ $fail -eq 0 ] && echo "verify: ok"
+exit $fail

@@ -1,0 +1,162 @@
+// Package app wires the agent together: configs, the kcp start-up
+// resolution, the manager with leader election and metrics, the health
+// endpoints and the controllers enabled on the command line.
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/health"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/options"
+	"github.com/kcp-syncagent/api-syncagent/internal/version"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+const (
+	// kcpPingTTL is how long a kcp reachability result is reused by /readyz.
+	kcpPingTTL = 10 * time.Second
+	// cacheSyncProbeTimeout bounds the cache-sync part of one /readyz call.
+	cacheSyncProbeTimeout = time.Second
+)
+
+// Deps is what every controller's setup function receives.
+type Deps struct {
+	Options *options.Options
+	Target  *kcp.Target
+	// KcpClient is an uncached client for the agent's kcp workspace.
+	KcpClient ctrlruntimeclient.Client
+}
+
+// Controller is a named controller that --disabled-controllers can switch off.
+type Controller struct {
+	Name  string
+	Setup func(mgr manager.Manager, deps *Deps) error
+}
+
+// controllers lists the implemented controllers in start order. The names
+// are the values of --disabled-controllers (options.KnownControllers).
+var controllers []Controller
+
+// NewServiceScheme returns the scheme of the service cluster manager.
+func NewServiceScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(syncagentv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Run starts the agent and blocks until ctx is cancelled or a component fails.
+func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
+	log.Info("Starting api-syncagent", "version", version.Version, "agent", o.AgentName)
+
+	kcpCfg, err := kcpConfig(o)
+	if err != nil {
+		return err
+	}
+	svcCfg, err := serviceConfig(o)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// The health endpoints come up first, so liveness holds while the agent
+	// waits for kcp, and readiness says what it waits for.
+	hs := health.NewServer()
+	resolved := health.NewFlag("the kcp workspace and APIExport are not resolved yet")
+	hs.AddReadyCheck("kcp-workspace", resolved.Check)
+	var healthErrs <-chan error
+	if o.HealthAddress != "" {
+		if healthErrs, err = hs.Serve(ctx, o.HealthAddress); err != nil {
+			return err
+		}
+		log.Info("Serving health endpoints", "address", o.HealthAddress)
+	}
+
+	ref := kcp.Ref{APIExportEndpointSlice: o.APIExportEndpointSliceRef, APIExport: o.APIExportRef}
+	target, err := kcp.Resolve(ctx, log, kcpCfg, ref)
+	if err != nil {
+		return err
+	}
+	log.Info("Resolved kcp workspace",
+		"cluster", target.Workspace.Name, "path", target.Workspace.Path,
+		"apiexport", target.APIExportName, "apiexportCluster", target.APIExportWorkspace.Name,
+		"endpointslice", target.EndpointSliceName)
+
+	kcpClient, err := ctrlruntimeclient.New(target.Config, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("failed to create kcp client: %w", err)
+	}
+
+	metricsAddr := o.MetricsAddress
+	if !o.MetricsEnabled() {
+		metricsAddr = "0"
+	}
+	mgr, err := manager.New(svcCfg, manager.Options{
+		Scheme:                        NewServiceScheme(),
+		Logger:                        log,
+		LeaderElection:                o.EnableLeaderElection,
+		LeaderElectionID:              "syncagent." + o.AgentName,
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:        "0", // served by our own health server
+		PprofBindAddress:              o.PprofAddress,
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create manager: %w", err)
+	}
+
+	hs.AddReadyCheck("kcp", health.Cached(kcpPingTTL, func(ctx context.Context) error { return kcp.Ping(ctx, kcpClient) }))
+	hs.AddReadyCheck("service-cache", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, cacheSyncProbeTimeout)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("service cluster caches are not synced")
+		}
+		return nil
+	})
+	resolved.Set()
+
+	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient}
+	for _, c := range controllers {
+		if !o.IsControllerEnabled(c.Name) {
+			log.Info("Controller disabled", "controller", c.Name)
+			continue
+		}
+		if err := c.Setup(mgr, deps); err != nil {
+			return fmt.Errorf("failed to set up controller %q: %w", c.Name, err)
+		}
+		log.Info("Controller enabled", "controller", c.Name)
+	}
+
+	mgrErrs := make(chan error, 1)
+	go func() { mgrErrs <- mgr.Start(ctx) }()
+
+	select {
+	case err := <-mgrErrs:
+		if err != nil {
+			return fmt.Errorf("manager failed: %w", err)
+		}
+		return nil
+	case err := <-healthErrs:
+		cancel()
+		<-mgrErrs
+		return fmt.Errorf("health server failed: %w", err)
+	}
+}

@@ -1,0 +1,64 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/options"
+)
+
+// serviceConfig loads the service cluster config in controller-runtime's
+// order (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config) and applies
+// the host and CA overrides and the rate limits.
+func serviceConfig(o *options.Options) (*rest.Config, error) {
+	var (
+		cfg *rest.Config
+		err error
+	)
+	switch {
+	case o.KubeconfigFile != "":
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.KubeconfigFile)
+	case os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "":
+		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	default:
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			cfg, err = clientcmd.BuildConfigFromFlags("", clientcmd.RecommendedHomeFile)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to load the service cluster kubeconfig: %w", err)
+	}
+
+	if o.KubeconfigHostOverride != "" {
+		cfg.Host = o.KubeconfigHostOverride
+	}
+	if o.KubeconfigCAFileOverride != "" {
+		cfg.CAData = nil
+		cfg.CAFile = o.KubeconfigCAFileOverride
+	}
+	cfg.QPS = o.ServiceQPS
+	cfg.Burst = o.ServiceBurst
+	return cfg, nil
+}
+
+// kcpConfig loads the kcp kubeconfig and checks that it points into a
+// workspace (a /clusters/<workspace> URL).
+func kcpConfig(o *options.Options) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.KcpKubeconfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load --kcp-kubeconfig %q: %w", o.KcpKubeconfigFile, err)
+	}
+	if _, err := kcp.ClusterFromURL(cfg.Host); err != nil {
+		return nil, fmt.Errorf("--kcp-kubeconfig %q must point to a workspace (a server URL with /clusters/<workspace>): %w", o.KcpKubeconfigFile, err)
+	}
+	cfg.QPS = o.KcpQPS
+	cfg.Burst = o.KcpBurst
+	return cfg, nil
+}

@@ -1,0 +1,52 @@
+package kcp
+
+import "testing"
+
+func TestClusterFromURL(t *testing.T) {
+	testcases := []struct {
+		host    string
+		want    string
+		wantErr bool
+	}{
+		{host: "https://kcp.example.com/clusters/root:org", want: "root:org"},
+		{host: "https://127.0.0.1:6443/clusters/2x4k9abc/", want: "2x4k9abc"},
+		{host: "https://kcp.example.com/prefix/clusters/root", want: "root"},
+		{host: "https://kcp.example.com", wantErr: true},
+		{host: "https://kcp.example.com/clusters/", wantErr: true},
+		{host: "https://kcp.example.com/clusters/a/clusters/b", wantErr: true},
+		{host: "://bad", wantErr: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.host, func(t *testing.T) {
+			got, err := ClusterFromURL(tc.host)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRetargetURL(t *testing.T) {
+	testcases := []struct {
+		host, cluster, want string
+	}{
+		{host: "https://kcp/clusters/root:org", cluster: "root:other", want: "https://kcp/clusters/root:other"},
+		{host: "https://kcp/clusters/root:org/", cluster: "abc", want: "https://kcp/clusters/abc/"},
+		{host: "https://kcp/x/clusters/root:org", cluster: "abc", want: "https://kcp/x/clusters/abc"},
+	}
+	for _, tc := range testcases {
+		got, err := RetargetURL(tc.host, tc.cluster)
+		if err != nil {
+			t.Fatalf("RetargetURL(%q): %v", tc.host, err)
+		}
+		if got != tc.want {
+			t.Errorf("RetargetURL(%q, %q) = %q, want %q", tc.host, tc.cluster, got, tc.want)
+		}
+	}
+	if _, err := RetargetURL("https://kcp/", "x"); err == nil {
+		t.Error("expected an error for a URL without /clusters/")
+	}
+}

@@ -1,0 +1,224 @@
+// Package options defines the command line of the agent: every flag of the
+// reference agent with its default, plus validation that lists every problem
+// before any API call is made.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Controller names accepted by --disabled-controllers.
+const (
+	ControllerAPIExport         = "apiexport"
+	ControllerAPIResourceSchema = "apiresourceschema"
+	ControllerSync              = "sync"
+)
+
+// KnownControllers lists the values accepted by --disabled-controllers, sorted.
+var KnownControllers = []string{ControllerAPIExport, ControllerAPIResourceSchema, ControllerSync}
+
+// Log formats accepted by --log-format (case-insensitive).
+const (
+	LogFormatJSON    = "JSON"
+	LogFormatConsole = "Console"
+)
+
+// Defaults of the flags whose reference default is not the zero value.
+const (
+	DefaultMetricsAddress = "127.0.0.1:8085"
+
+	// Client-side rate limits. They are far above what the reference uses
+	// (client-go's 5/10) so that they never bound the sync throughput; the
+	// API servers' own flow control protects them.
+	DefaultQPS   = 200
+	DefaultBurst = 400
+)
+
+// Options holds the parsed command line.
+type Options struct {
+	// KubeconfigFile is the service cluster kubeconfig (--kubeconfig).
+	KubeconfigFile string
+	// KcpKubeconfigFile is the kcp kubeconfig (--kcp-kubeconfig).
+	KcpKubeconfigFile string
+	// Namespace holds state Secrets, the Lease and leader-election Events.
+	Namespace string
+
+	APIExportEndpointSliceRef string
+	APIExportRef              string
+
+	// AgentName is the identity written into labels and the Lease name.
+	// After Complete it is always set.
+	AgentName string
+
+	PublishedResourceSelectorString string
+	// PublishedResourceSelector is the parsed selector (after Validate).
+	PublishedResourceSelector labels.Selector
+
+	EnableLeaderElection bool
+
+	KubeconfigHostOverride   string
+	KubeconfigCAFileOverride string
+
+	MetricsAddress string
+	HealthAddress  string
+	PprofAddress   string
+
+	DisabledControllers []string
+
+	LogDebug  bool
+	LogFormat string
+
+	KcpQPS       float32
+	KcpBurst     int
+	ServiceQPS   float32
+	ServiceBurst int
+
+	// agentNameDefaulted records that AgentName was derived by Complete.
+	agentNameDefaulted bool
+}
+
+// New returns Options with the defaults of every flag.
+func New() *Options {
+	return &Options{
+		MetricsAddress: DefaultMetricsAddress,
+		LogFormat:      LogFormatJSON,
+		KcpQPS:         DefaultQPS,
+		KcpBurst:       DefaultBurst,
+		ServiceQPS:     DefaultQPS,
+		ServiceBurst:   DefaultBurst,
+	}
+}
+
+// AddFlags registers every flag on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.KubeconfigFile, "kubeconfig", o.KubeconfigFile, "Service cluster kubeconfig. When empty: $KUBECONFIG, then the in-cluster config, then ~/.kube/config.")
+	fs.StringVar(&o.KcpKubeconfigFile, "kcp-kubeconfig", o.KcpKubeconfigFile, "kcp kubeconfig (required). Its server URL must contain /clusters/ and point to the workspace that holds the APIExportEndpointSlice or APIExport.")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace of the agent on the service cluster: state Secrets, leader-election Lease and Events (required).")
+	fs.StringVar(&o.APIExportEndpointSliceRef, "apiexportendpointslice-ref", o.APIExportEndpointSliceRef, "Name of the APIExportEndpointSlice in the kcp kubeconfig's workspace. Exactly one of --apiexportendpointslice-ref and --apiexport-ref is required.")
+	fs.StringVar(&o.APIExportRef, "apiexport-ref", o.APIExportRef, "Name of the APIExport in the kcp kubeconfig's workspace (legacy wiring). Exactly one of --apiexportendpointslice-ref and --apiexport-ref is required.")
+	fs.StringVar(&o.AgentName, "agent-name", o.AgentName, "Identity of this agent, written into labels and the Lease name; must not change after the first run. Default: <ref>-syncagent.")
+	fs.StringVar(&o.PublishedResourceSelectorString, "published-resource-selector", o.PublishedResourceSelectorString, "Label selector (kubectl syntax) limiting the PublishedResources this agent handles. Empty selects all.")
+	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", o.EnableLeaderElection, "Elect a leader through the Lease syncagent.<agent-name> in --namespace.")
+	fs.StringVar(&o.KubeconfigHostOverride, "kubeconfig-host-override", o.KubeconfigHostOverride, "Replace the server URL of the service cluster kubeconfig.")
+	fs.StringVar(&o.KubeconfigCAFileOverride, "kubeconfig-ca-file-override", o.KubeconfigCAFileOverride, "Replace the CA of the service cluster kubeconfig with this file (inline CA data is dropped).")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of the Prometheus /metrics listener; 0 disables it.")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "Address of the /healthz and /readyz listener; empty disables it.")
+	fs.StringVar(&o.PprofAddress, "pprof-address", o.PprofAddress, "Address of the /debug/pprof listener; empty disables it.")
+	fs.StringSliceVar(&o.DisabledControllers, "disabled-controllers", o.DisabledControllers, fmt.Sprintf("Controllers to disable (comma-separated, repeatable): %s.", strings.Join(KnownControllers, ", ")))
+	fs.BoolVar(&o.LogDebug, "log-debug", o.LogDebug, "Log at debug level.")
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
+	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
+	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
+	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
+	fs.IntVar(&o.ServiceBurst, "service-burst", o.ServiceBurst, "Client-side request burst towards the service cluster.")
+}
+
+// Complete fills in derived values: the default agent name.
+func (o *Options) Complete() {
+	if o.AgentName == "" {
+		ref := o.APIExportEndpointSliceRef
+		if ref == "" {
+			ref = o.APIExportRef
+		}
+		if ref != "" {
+			o.AgentName = ref + "-syncagent"
+			o.agentNameDefaulted = true
+		}
+	}
+}
+
+// Validate checks every option and returns all problems joined, plus
+// non-fatal warnings. It makes no API calls. It must run after Complete.
+func (o *Options) Validate() (warnings []string, err error) {
+	var errs []error
+
+	if o.KcpKubeconfigFile == "" {
+		errs = append(errs, errors.New("--kcp-kubeconfig is required"))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace is required"))
+	} else if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--namespace %q is invalid: %s", o.Namespace, strings.Join(msgs, "; ")))
+	}
+
+	switch {
+	case o.APIExportEndpointSliceRef == "" && o.APIExportRef == "":
+		errs = append(errs, errors.New("exactly one of --apiexportendpointslice-ref and --apiexport-ref must be given, but neither is set"))
+	case o.APIExportEndpointSliceRef != "" && o.APIExportRef != "":
+		errs = append(errs, errors.New("exactly one of --apiexportendpointslice-ref and --apiexport-ref must be given, but both are set"))
+	}
+
+	if o.AgentName != "" {
+		w, err := validateAgentName(o.AgentName, o.agentNameDefaulted)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if w != "" {
+			warnings = append(warnings, w)
+		}
+	}
+
+	sel, err := labels.Parse(o.PublishedResourceSelectorString)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--published-resource-selector %q is invalid: %w", o.PublishedResourceSelectorString, err))
+	} else {
+		o.PublishedResourceSelector = sel
+	}
+
+	for _, c := range o.DisabledControllers {
+		if !slices.Contains(KnownControllers, c) {
+			errs = append(errs, fmt.Errorf("--disabled-controllers: unknown controller %q (known: %s)", c, strings.Join(KnownControllers, ", ")))
+		}
+	}
+
+	if !strings.EqualFold(o.LogFormat, LogFormatJSON) && !strings.EqualFold(o.LogFormat, LogFormatConsole) {
+		errs = append(errs, fmt.Errorf("--log-format %q is invalid: must be JSON or Console", o.LogFormat))
+	}
+
+	if o.KcpQPS <= 0 || o.ServiceQPS <= 0 {
+		errs = append(errs, errors.New("--kcp-qps and --service-qps must be positive"))
+	}
+	if o.KcpBurst <= 0 || o.ServiceBurst <= 0 {
+		errs = append(errs, errors.New("--kcp-burst and --service-burst must be positive"))
+	}
+
+	return warnings, errors.Join(errs...)
+}
+
+// validateAgentName checks an explicit name for DNS-1035 and a defaulted name
+// for being a label value (warning when it is not DNS-1035, as the reference
+// accepted such names).
+func validateAgentName(name string, defaulted bool) (warning string, err error) {
+	dnsErrs := validation.IsDNS1035Label(name)
+	if !defaulted {
+		if len(dnsErrs) > 0 {
+			return "", fmt.Errorf("--agent-name %q is invalid: %s", name, strings.Join(dnsErrs, "; "))
+		}
+		return "", nil
+	}
+	if labelErrs := validation.IsValidLabelValue(name); len(labelErrs) > 0 {
+		return "", fmt.Errorf("the default agent name %q (derived from the ref) is not a valid label value (%s); set --agent-name explicitly", name, strings.Join(labelErrs, "; "))
+	}
+	if len(dnsErrs) > 0 {
+		return fmt.Sprintf("the default agent name %q is not a DNS-1035 label; consider setting --agent-name explicitly", name), nil
+	}
+	return "", nil
+}
+
+// IsControllerEnabled reports whether the named controller is not disabled.
+func (o *Options) IsControllerEnabled(name string) bool {
+	return !slices.Contains(o.DisabledControllers, name)
+}
+
+// MetricsEnabled reports whether the metrics listener is on.
+func (o *Options) MetricsEnabled() bool {
+	return o.MetricsAddress != "" && o.MetricsAddress != "0"
+}

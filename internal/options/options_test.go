@@ -1,0 +1,149 @@
+package options
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := New()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %v: %v", args, err)
+	}
+	o.Complete()
+	return o
+}
+
+func TestOptions_Validate(t *testing.T) {
+	base := []string{"--kcp-kubeconfig=/kcp", "--namespace=agent"}
+	testcases := []struct {
+		name          string
+		args          []string
+		wantErrs      []string // substrings that must all appear
+		wantWarning   string
+		wantAgentName string
+	}{
+		{
+			name:          "endpoint slice ref defaults the agent name",
+			args:          append(base, "--apiexportendpointslice-ref=example"),
+			wantAgentName: "example-syncagent",
+		},
+		{
+			name:          "apiexport ref defaults the agent name from that ref",
+			args:          append(base, "--apiexport-ref=legacy"),
+			wantAgentName: "legacy-syncagent",
+		},
+		{
+			name:          "explicit agent name wins",
+			args:          append(base, "--apiexport-ref=legacy", "--agent-name=mine"),
+			wantAgentName: "mine",
+		},
+		{
+			name:     "neither ref",
+			args:     base,
+			wantErrs: []string{"--apiexportendpointslice-ref", "--apiexport-ref", "neither"},
+		},
+		{
+			name:     "both refs",
+			args:     append(base, "--apiexport-ref=a", "--apiexportendpointslice-ref=b"),
+			wantErrs: []string{"--apiexportendpointslice-ref", "--apiexport-ref", "both"},
+		},
+		{
+			name:     "missing required flags are all listed",
+			args:     []string{"--apiexport-ref=a"},
+			wantErrs: []string{"--kcp-kubeconfig is required", "--namespace is required"},
+		},
+		{
+			name:     "explicit agent name must be DNS-1035",
+			args:     append(base, "--apiexport-ref=a", "--agent-name=1bad.name"),
+			wantErrs: []string{`--agent-name "1bad.name" is invalid`},
+		},
+		{
+			name:          "defaulted agent name with dots is accepted with a warning",
+			args:          append(base, "--apiexport-ref=my.export"),
+			wantWarning:   "not a DNS-1035 label",
+			wantAgentName: "my.export-syncagent",
+		},
+		{
+			name:     "defaulted agent name that is no label value",
+			args:     append(base, "--apiexportendpointslice-ref="+strings.Repeat("x", 60)),
+			wantErrs: []string{"set --agent-name explicitly"},
+		},
+		{
+			name:     "invalid selector",
+			args:     append(base, "--apiexport-ref=a", "--published-resource-selector=a in (b"),
+			wantErrs: []string{"--published-resource-selector"},
+		},
+		{
+			name:     "unknown controller",
+			args:     append(base, "--apiexport-ref=a", "--disabled-controllers=sync,bogus"),
+			wantErrs: []string{`unknown controller "bogus"`},
+		},
+		{
+			name:          "known controllers, repeated flag",
+			args:          append(base, "--apiexport-ref=a", "--disabled-controllers=sync", "--disabled-controllers=apiexport,apiresourceschema"),
+			wantAgentName: "a-syncagent",
+		},
+		{
+			name:          "log format is case-insensitive",
+			args:          append(base, "--apiexport-ref=a", "--log-format=console"),
+			wantAgentName: "a-syncagent",
+		},
+		{
+			name:     "bad log format",
+			args:     append(base, "--apiexport-ref=a", "--log-format=xml"),
+			wantErrs: []string{`--log-format "xml" is invalid`},
+		},
+		{
+			name:     "bad namespace",
+			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=Not_OK", "--apiexport-ref=a"},
+			wantErrs: []string{`--namespace "Not_OK" is invalid`},
+		},
+	}
+
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := parse(t, tc.args...)
+			warnings, err := o.Validate()
+
+			if len(tc.wantErrs) == 0 && err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			for _, want := range tc.wantErrs {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("error %v does not contain %q", err, want)
+				}
+			}
+			if tc.wantWarning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], tc.wantWarning)) {
+				t.Errorf("warnings %q do not contain %q", warnings, tc.wantWarning)
+			}
+			if tc.wantWarning == "" && len(warnings) > 0 {
+				t.Errorf("unexpected warnings: %q", warnings)
+			}
+			if tc.wantAgentName != "" && o.AgentName != tc.wantAgentName {
+				t.Errorf("agent name = %q, want %q", o.AgentName, tc.wantAgentName)
+			}
+		})
+	}
+}
+
+func TestOptions_Defaults(t *testing.T) {
+	o := parse(t)
+	if o.MetricsAddress != "127.0.0.1:8085" || o.HealthAddress != "" || o.LogFormat != "JSON" || o.EnableLeaderElection {
+		t.Errorf("unexpected defaults: %+v", o)
+	}
+	if !o.MetricsEnabled() {
+		t.Error("metrics must be enabled by default")
+	}
+	if o := parse(t, "--metrics-address=0"); o.MetricsEnabled() {
+		t.Error("--metrics-address=0 must disable metrics")
+	}
+	if o := parse(t, "--enable-leader-election=true"); !o.EnableLeaderElection {
+		t.Error("--enable-leader-election=true must enable leader election")
+	}
+}

@@ -1,0 +1,94 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Agent is a running agent subprocess.
+type Agent struct {
+	*Process
+	HealthAddress  string
+	MetricsAddress string
+}
+
+// agentStopGrace is how long a stopped agent may take to shut down.
+const agentStopGrace = 30 * time.Second
+
+// StartAgent starts the agent binary with args plus health and metrics
+// listeners on free 127.0.0.1 ports (unless args set them). Its log goes to
+// the test's artifacts directory; it is stopped when the test ends.
+func StartAgent(t T, args ...string) *Agent {
+	t.Helper()
+	bin, err := RequireEnv(EnvAgentBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{}
+	if !hasFlag(args, "--health-address") {
+		a.HealthAddress = MustFreeAddress(t)
+		args = append(args, "--health-address="+a.HealthAddress)
+	}
+	if !hasFlag(args, "--metrics-address") {
+		a.MetricsAddress = MustFreeAddress(t)
+		args = append(args, "--metrics-address="+a.MetricsAddress)
+	}
+	dir := ArtifactsDir(t)
+	logPath := filepath.Join(dir, fmt.Sprintf("agent-%d.log", time.Now().UnixNano()))
+	p, err := StartProcess("agent", bin, logPath, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Process = p
+	t.Cleanup(func() { p.Stop(agentStopGrace) })
+	return a
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// Get performs a GET on one of the agent's HTTP endpoints and returns the
+// status code and body.
+func Get(ctx context.Context, url string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
+}
+
+// WaitReady waits until the agent's /readyz answers 200, failing early if
+// the agent exits.
+func (a *Agent) WaitReady(t T, timeout time.Duration) {
+	t.Helper()
+	WaitFor(t, timeout, "agent /readyz", func(ctx context.Context) (bool, error) {
+		if a.Exited() {
+			t.Fatalf("agent exited with code %d; log:\n%s", a.ExitCode(), a.Logs())
+		}
+		code, body, err := Get(ctx, "http://"+a.HealthAddress+"/readyz")
+		if err != nil {
+			return false, err
+		}
+		if code != http.StatusOK {
+			return false, fmt.Errorf("readyz %d: %s", code, body)
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,91 @@
+// Package framework runs the e2e test bed: one real kcp server per test run,
+// a real kube-apiserver + etcd (envtest) per test as the service cluster, the
+// fixtures in kcp (organisation workspace, APIExport, consumer workspaces,
+// the agent's RBAC) and the agent binary as a subprocess. Every server
+// listens on 127.0.0.1 only.
+package framework
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Environment variables that point to the test bed binaries (set by the Makefile).
+const (
+	EnvKcpBin           = "KCP_BIN"
+	EnvKubeAPIServerBin = "TEST_ASSET_KUBE_APISERVER"
+	EnvEtcdBin          = "TEST_ASSET_ETCD"
+	EnvKubectlBin       = "TEST_ASSET_KUBECTL"
+	EnvAgentBin         = "AGENT_BIN"
+	EnvArtifacts        = "ARTIFACTS"
+)
+
+// RequireEnv returns the value of an environment variable that names an
+// existing file, or fails the test run with a hint to use the Makefile.
+func RequireEnv(name string) (string, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return "", fmt.Errorf("$%s is not set; run the e2e tests through `make test-e2e`, which builds the test bed", name)
+	}
+	if _, err := os.Stat(v); err != nil {
+		return "", fmt.Errorf("$%s=%q: %w", name, v, err)
+	}
+	return v, nil
+}
+
+// ArtifactsDir returns (and creates) the directory for logs of the current
+// test: $ARTIFACTS/<test name>, or a directory below the system temp dir. A
+// T without a name (the demo) gets $ARTIFACTS itself.
+func ArtifactsDir(t T) string {
+	t.Helper()
+	base := os.Getenv(EnvArtifacts)
+	if base == "" {
+		base = filepath.Join(os.TempDir(), "api-syncagent-e2e")
+	}
+	dir := base
+	if t.Name() != "" {
+		dir = filepath.Join(base, sanitize(t.Name()))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("failed to create artifacts dir: %v", err)
+	}
+	return dir
+}
+
+var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("failed to find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// MustFreeAddress returns "127.0.0.1:<free port>".
+func MustFreeAddress(t T) string {
+	t.Helper()
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+// RandomName returns prefix plus a random lowercase suffix, usable as a
+// workspace or object name.
+func RandomName(prefix string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return strings.ToLower(prefix + "-" + hex.EncodeToString(b))
+}

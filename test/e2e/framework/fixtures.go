@@ -1,0 +1,225 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+	kcptenancyv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/tenancy/v1alpha1"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// Timeouts of the fixtures.
+const (
+	workspaceReadyTimeout = 2 * time.Minute
+	bindingReadyTimeout   = time.Minute
+)
+
+// Scheme returns a scheme with everything the tests touch in kcp and in the
+// service cluster.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(kcpcorev1alpha1.AddToScheme(s))
+	utilruntime.Must(kcptenancyv1alpha1.AddToScheme(s))
+	utilruntime.Must(kcpapisv1alpha1.AddToScheme(s))
+	utilruntime.Must(kcpapisv1alpha2.AddToScheme(s))
+	utilruntime.Must(syncagentv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Workspace is a kcp workspace created by a fixture.
+type Workspace struct {
+	// Path is the workspace path, e.g. root:e2e-1a2b3c4d.
+	Path string
+	// ClusterName is the logical cluster name.
+	ClusterName string
+	// Client is an admin client for the workspace.
+	Client ctrlruntimeclient.Client
+}
+
+// CreateWorkspace creates a workspace of the given type below parent (a
+// path) and waits until it is ready. It is deleted when the test ends.
+func (k *Kcp) CreateWorkspace(t T, parent, name, wsType string) *Workspace {
+	t.Helper()
+	ctx := t.Context()
+	parentClient, err := k.AdminClient(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &kcptenancyv1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kcptenancyv1alpha1.WorkspaceSpec{
+			Type: &kcptenancyv1alpha1.WorkspaceTypeReference{Name: kcptenancyv1alpha1.WorkspaceTypeName(wsType), Path: "root"},
+		},
+	}
+	if err := parentClient.Create(ctx, ws); err != nil {
+		t.Fatalf("failed to create workspace %s:%s: %v", parent, name, err)
+	}
+	t.Cleanup(func() {
+		_ = parentClient.Delete(context.Background(), ws)
+	})
+
+	WaitFor(t, workspaceReadyTimeout, "workspace "+parent+":"+name+" to be ready", func(ctx context.Context) (bool, error) {
+		if err := parentClient.Get(ctx, types.NamespacedName{Name: name}, ws); err != nil {
+			return false, err
+		}
+		return ws.Status.Phase == kcpcorev1alpha1.LogicalClusterPhaseReady, nil
+	})
+
+	path := parent + ":" + name
+	c, err := k.AdminClient(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Workspace{Path: path, ClusterName: ws.Spec.Cluster, Client: c}
+}
+
+// CreateOrg creates an organisation workspace below root.
+func (k *Kcp) CreateOrg(t T) *Workspace {
+	t.Helper()
+	return k.CreateWorkspace(t, "root", RandomName("e2e"), "organization")
+}
+
+// DefaultClaims are the permission claims the fixture's APIExport carries
+// (contract §3.6: events always, namespaces for filters and related objects).
+func DefaultClaims() []kcpapisv1alpha2.PermissionClaim {
+	return []kcpapisv1alpha2.PermissionClaim{
+		{GroupResource: kcpapisv1alpha2.GroupResource{Resource: "events"}, Verbs: []string{"*"}},
+		{GroupResource: kcpapisv1alpha2.GroupResource{Resource: "namespaces"}, Verbs: []string{"*"}},
+	}
+}
+
+// CreateAPIExport creates an empty APIExport (stored version v1alpha2) in ws
+// and waits for the APIExportEndpointSlice that kcp creates with the same name.
+func CreateAPIExport(t T, ws *Workspace, name string) *kcpapisv1alpha2.APIExport {
+	t.Helper()
+	ctx := t.Context()
+	export := &kcpapisv1alpha2.APIExport{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       kcpapisv1alpha2.APIExportSpec{PermissionClaims: DefaultClaims()},
+	}
+	if err := ws.Client.Create(ctx, export); err != nil {
+		t.Fatalf("failed to create APIExport %q: %v", name, err)
+	}
+	WaitFor(t, bindingReadyTimeout, "APIExportEndpointSlice "+name, func(ctx context.Context) (bool, error) {
+		return true, ws.Client.Get(ctx, types.NamespacedName{Name: name}, &kcpapisv1alpha1.APIExportEndpointSlice{})
+	})
+	return export
+}
+
+// GrantAgent gives the agent user exactly the permissions of contract §8.2
+// in the APIExport's workspace: workspace access, its LogicalCluster, the
+// endpoint slice and the export by name, schemas, Events and the export's
+// virtual workspace content.
+func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
+	t.Helper()
+	ctx := t.Context()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent"},
+		Rules: []rbacv1.PolicyRule{
+			{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
+			{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: []string{sliceName}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{exportName}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiresourceschemas"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "create", "update", "patch"}},
+			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{exportName}, Verbs: []string{"*"}},
+		},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: AgentUser}},
+	}
+	for _, obj := range []ctrlruntimeclient.Object{role, binding} {
+		if err := ws.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("failed to create %T: %v", obj, err)
+		}
+	}
+}
+
+// BindConsumer creates a consumer workspace below org with an APIBinding to
+// the export whose permission claims are all accepted, and waits until the
+// binding is bound.
+func (k *Kcp) BindConsumer(t T, org *Workspace, exportName string, claims []kcpapisv1alpha2.PermissionClaim) *Workspace {
+	t.Helper()
+	ws := k.CreateWorkspace(t, org.Path, RandomName("consumer"), "universal")
+	accepted := make([]kcpapisv1alpha2.AcceptablePermissionClaim, 0, len(claims))
+	for _, c := range claims {
+		accepted = append(accepted, kcpapisv1alpha2.AcceptablePermissionClaim{
+			ScopedPermissionClaim: kcpapisv1alpha2.ScopedPermissionClaim{
+				PermissionClaim: c,
+				Selector:        kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true},
+			},
+			State: kcpapisv1alpha2.ClaimAccepted,
+		})
+	}
+	binding := &kcpapisv1alpha2.APIBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: exportName},
+		Spec: kcpapisv1alpha2.APIBindingSpec{
+			Reference:        kcpapisv1alpha2.BindingReference{Export: &kcpapisv1alpha2.ExportBindingReference{Path: org.Path, Name: exportName}},
+			PermissionClaims: accepted,
+		},
+	}
+	if err := ws.Client.Create(t.Context(), binding); err != nil {
+		t.Fatalf("failed to create APIBinding in %s: %v", ws.Path, err)
+	}
+	WaitFor(t, bindingReadyTimeout, "APIBinding in "+ws.Path+" to be bound", func(ctx context.Context) (bool, error) {
+		if err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding); err != nil {
+			return false, err
+		}
+		return binding.Status.Phase == kcpapisv1alpha2.APIBindingPhaseBound, nil
+	})
+	return ws
+}
+
+// WriteKubeconfig writes cfg (token or client certificate auth) as a
+// kubeconfig file and returns its path.
+func WriteKubeconfig(t T, dir, name string, cfg *rest.Config) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{
+		Token:                 cfg.BearerToken,
+		ClientCertificateData: cfg.CertData,
+		ClientKeyData:         cfg.KeyData,
+	}
+	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
+	kc.CurrentContext = "default"
+	path := filepath.Join(dir, name)
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatalf("failed to write kubeconfig: %v", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Must fails the test on err.
+func Must(t T, err error, what string, args ...any) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("failed to %s: %v", fmt.Sprintf(what, args...), err)
+	}
+}

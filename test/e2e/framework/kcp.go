@@ -1,0 +1,159 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+)
+
+// Static tokens of the kcp test server. The admin is a member of
+// system:kcp:admin; the agent user has no permissions except those the
+// fixtures grant (contract §8.2).
+const (
+	adminToken = "e2e-admin-token"
+	agentToken = "e2e-agent-token"
+	// AgentUser is the kcp user name of the agent.
+	AgentUser = "e2e-syncagent"
+)
+
+// kcpStartTimeout bounds the start of kcp (cold: ~30 s on 2 cores).
+const kcpStartTimeout = 3 * time.Minute
+
+// Kcp is a running kcp server.
+type Kcp struct {
+	// BaseURL is https://127.0.0.1:<port>.
+	BaseURL string
+	// CAData is the CA of the serving certificate.
+	CAData []byte
+
+	proc *Process
+}
+
+// StartKcp starts kcp with its state in dir and its log in logDir. Every
+// listener (API, embedded etcd client and peer) is bound to 127.0.0.1.
+func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	etcdPeer, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+
+	tokens := filepath.Join(dir, "tokens.csv")
+	content := fmt.Sprintf("%s,e2e-admin,e2e-admin,\"system:kcp:admin\"\n%s,%s,%s,\"\"\n", adminToken, agentToken, AgentUser, AgentUser)
+	if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
+		return nil, fmt.Errorf("failed to write token file: %w", err)
+	}
+
+	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	root := filepath.Join(dir, "root")
+	args := []string{
+		"start",
+		"--root-directory=" + root,
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", port),
+		"--external-hostname=127.0.0.1",
+		"--shard-base-url=" + base,
+		"--shard-external-url=" + base,
+		fmt.Sprintf("--embedded-etcd-client-port=%d", etcdClient),
+		fmt.Sprintf("--embedded-etcd-peer-port=%d", etcdPeer),
+		"--token-auth-file=" + tokens,
+	}
+	proc, err := StartProcess("kcp", bin, filepath.Join(logDir, "kcp.log"), args, nil)
+	if err != nil {
+		return nil, err
+	}
+	k := &Kcp{BaseURL: base, proc: proc}
+
+	deadline := time.Now().Add(kcpStartTimeout)
+	for {
+		if proc.Exited() {
+			return nil, fmt.Errorf("kcp exited during start-up, see %s", proc.LogPath)
+		}
+		if k.CAData == nil {
+			k.CAData, _ = os.ReadFile(filepath.Join(root, "apiserver.crt"))
+		}
+		if k.CAData != nil && k.ready(ctx) {
+			return k, nil
+		}
+		if time.Now().After(deadline) {
+			proc.Stop(10 * time.Second)
+			return nil, fmt.Errorf("kcp did not become ready within %v, see %s", kcpStartTimeout, proc.LogPath)
+		}
+		select {
+		case <-ctx.Done():
+			proc.Stop(10 * time.Second)
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (k *Kcp) ready(ctx context.Context) bool {
+	cfg := k.AdminConfig("root")
+	cfg.Host = k.BaseURL
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return false
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.BaseURL+"/readyz", nil)
+	resp, err := (&http.Client{Transport: rt, Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false
+	}
+	// /readyz turns green slightly before the root workspace is usable.
+	c, err := ctrlruntimeclient.New(k.AdminConfig("root"), ctrlruntimeclient.Options{Scheme: Scheme()})
+	if err != nil {
+		return false
+	}
+	return kcp.Ping(ctx, c) == nil
+}
+
+// Stop stops kcp.
+func (k *Kcp) Stop() { k.proc.Stop(20 * time.Second) }
+
+// LogPath is the path of kcp's log.
+func (k *Kcp) LogPath() string { return k.proc.LogPath }
+
+// AdminConfig returns an admin config for a workspace (path or cluster name).
+func (k *Kcp) AdminConfig(workspace string) *rest.Config {
+	return k.config(workspace, adminToken)
+}
+
+// AgentConfig returns the agent user's config for a workspace.
+func (k *Kcp) AgentConfig(workspace string) *rest.Config {
+	return k.config(workspace, agentToken)
+}
+
+func (k *Kcp) config(workspace, token string) *rest.Config {
+	return &rest.Config{
+		Host:            k.BaseURL + "/clusters/" + workspace,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: k.CAData},
+		QPS:             100,
+		Burst:           200,
+	}
+}
+
+// AdminClient returns an admin client for a workspace.
+func (k *Kcp) AdminClient(workspace string) (ctrlruntimeclient.Client, error) {
+	return ctrlruntimeclient.New(k.AdminConfig(workspace), ctrlruntimeclient.Options{Scheme: Scheme()})
+}
