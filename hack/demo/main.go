@@ -42,6 +42,7 @@ func (d *demo) run() {
 	d.check(os.RemoveAll(root))
 	d.check(os.MkdirAll(root, 0o755))
 	d.check(os.Setenv(framework.EnvArtifacts, root))
+	framework.DiscardControllerRuntimeLogs()
 
 	kcpBin, err := framework.RequireEnv(framework.EnvKcpBin)
 	d.check(err)

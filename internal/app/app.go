@@ -155,6 +155,14 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		}
 		return nil
 	case err := <-healthErrs:
+		if err == nil {
+			// The health server only ends cleanly on shutdown; let the
+			// manager finish its own shutdown (and release the Lease).
+			if err := <-mgrErrs; err != nil {
+				return fmt.Errorf("manager failed: %w", err)
+			}
+			return nil
+		}
 		cancel()
 		<-mgrErrs
 		return fmt.Errorf("health server failed: %w", err)

@@ -21,6 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	framework.DiscardControllerRuntimeLogs()
 	bin, err := framework.RequireEnv(framework.EnvKcpBin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -14,6 +14,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/go-logr/logr"
+
+	ctrlruntimelog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Environment variables that point to the test bed binaries (set by the Makefile).
@@ -61,6 +65,11 @@ func ArtifactsDir(t T) string {
 var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
+
+// DiscardControllerRuntimeLogs gives controller-runtime (used by envtest and
+// the clients) a logger, so it does not complain about the missing one. The
+// servers' and the agent's own logs go to the artifacts directory.
+func DiscardControllerRuntimeLogs() { ctrlruntimelog.SetLogger(logr.Discard()) }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) {
