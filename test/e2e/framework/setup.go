@@ -1,7 +1,6 @@
 package framework
 
 import (
-
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 )
 
