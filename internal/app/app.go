@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -164,7 +165,6 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 			return nil
 		}
 		cancel()
-		<-mgrErrs
-		return fmt.Errorf("health server failed: %w", err)
+		return errors.Join(fmt.Errorf("health server failed: %w", err), <-mgrErrs)
 	}
 }

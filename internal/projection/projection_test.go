@@ -171,8 +171,12 @@ func TestProject(t *testing.T) {
 				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Mouse", ListKind: "MouseList", Singular: "mouse", Plural: "mice", ShortNames: []string{}, Categories: []string{}}},
 		},
 		{
-			name:       "protected group without projection",
-			crd:        func() *apiextensionsv1.CustomResourceDefinition { c := testCRD(v1); c.Spec.Group = "rbac.authorization.k8s.io"; return c }(),
+			name: "protected group without projection",
+			crd: func() *apiextensionsv1.CustomResourceDefinition {
+				c := testCRD(v1)
+				c.Spec.Group = "rbac.authorization.k8s.io"
+				return c
+			}(),
 			pr:         pr(syncagentv1alpha1.SourceResourceDescriptor{}, nil),
 			wantReason: syncagentv1alpha1.ReasonProtectedGroup,
 		},

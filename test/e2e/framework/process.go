@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -15,11 +14,10 @@ type Process struct {
 	Name    string
 	LogPath string
 
-	cmd      *exec.Cmd
-	logFile  *os.File
-	done     chan struct{}
-	waitOnce sync.Once
-	err      error
+	cmd     *exec.Cmd
+	logFile *os.File
+	done    chan struct{}
+	err     error
 }
 
 // StartProcess starts bin with args; stdout and stderr go to logPath.
