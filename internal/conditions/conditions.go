@@ -1,0 +1,84 @@
+// Package conditions computes the PublishedResource conditions (contract
+// §2.11) and writes a controller's own condition without touching the
+// conditions of other controllers.
+package conditions
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// readyOrder is the order in which a False Ready condition picks the reason
+// to copy.
+var readyOrder = []string{
+	syncagentv1alpha1.ConditionSchemaReady,
+	syncagentv1alpha1.ConditionExportReady,
+	syncagentv1alpha1.ConditionSyncReady,
+	syncagentv1alpha1.ConditionConfigValid,
+}
+
+// Ready computes the Ready condition from the conditions present: True when
+// all of them are True and SchemaReady is among them; otherwise the status
+// and reason of the first condition that is not True (a missing SchemaReady
+// counts as Unknown, WaitingForSchema).
+func Ready(conds []metav1.Condition, generation int64) metav1.Condition {
+	ready := metav1.Condition{
+		Type:               syncagentv1alpha1.ConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             syncagentv1alpha1.ReasonReady,
+		Message:            "The resource is published and synchronized.",
+		ObservedGeneration: generation,
+	}
+	if meta.FindStatusCondition(conds, syncagentv1alpha1.ConditionSchemaReady) == nil {
+		ready.Status = metav1.ConditionUnknown
+		ready.Reason = syncagentv1alpha1.ReasonWaitingForSchema
+		ready.Message = "The schema has not been processed yet."
+		return ready
+	}
+	for _, t := range readyOrder {
+		c := meta.FindStatusCondition(conds, t)
+		if c == nil || c.Status == metav1.ConditionTrue {
+			continue
+		}
+		ready.Status = metav1.ConditionFalse
+		if c.Status == metav1.ConditionUnknown {
+			ready.Status = metav1.ConditionUnknown
+		}
+		ready.Reason = c.Reason
+		ready.Message = t + ": " + c.Message
+		return ready
+	}
+	return ready
+}
+
+// Apply sets own (keeping its transition time when the status does not
+// change) and recomputes Ready in status. It reports whether anything
+// changed.
+func Apply(status *syncagentv1alpha1.PublishedResourceStatus, own metav1.Condition, generation int64) bool {
+	before := status.DeepCopy()
+	own.ObservedGeneration = generation
+	meta.SetStatusCondition(&status.Conditions, own)
+	meta.SetStatusCondition(&status.Conditions, Ready(status.Conditions, generation))
+	return !equalConditions(before.Conditions, status.Conditions)
+}
+
+func equalConditions(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}
+
+// New returns a condition of the given type.
+func New(condType string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+	return metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message}
+}

@@ -1,0 +1,75 @@
+package conditions
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+func cond(t string, s metav1.ConditionStatus, reason string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: s, Reason: reason, Message: reason}
+}
+
+func TestReady(t *testing.T) {
+	const (
+		schema = syncagentv1alpha1.ConditionSchemaReady
+		export = syncagentv1alpha1.ConditionExportReady
+		sync   = syncagentv1alpha1.ConditionSyncReady
+		config = syncagentv1alpha1.ConditionConfigValid
+		tru    = metav1.ConditionTrue
+		fal    = metav1.ConditionFalse
+		unk    = metav1.ConditionUnknown
+	)
+	testcases := []struct {
+		name       string
+		conds      []metav1.Condition
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{name: "nothing yet", wantStatus: unk, wantReason: syncagentv1alpha1.ReasonWaitingForSchema},
+		{name: "schema missing although others are true", conds: []metav1.Condition{cond(export, tru, "SchemaExported")}, wantStatus: unk, wantReason: syncagentv1alpha1.ReasonWaitingForSchema},
+		{name: "only schema (split deployment)", conds: []metav1.Condition{cond(schema, tru, "SchemaAvailable")}, wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady},
+		{name: "all true", conds: []metav1.Condition{cond(config, tru, "Valid"), cond(sync, tru, "Running"), cond(export, tru, "SchemaExported"), cond(schema, tru, "SchemaAvailable")}, wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady},
+		{name: "ambiguous config is still ready", conds: []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(config, tru, "AmbiguousConfiguration")}, wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady},
+		{
+			name:       "first non-true in contract order wins, not list order",
+			conds:      []metav1.Condition{cond(config, fal, "InvalidConfiguration"), cond(sync, fal, "NoEndpoints"), cond(export, tru, "SchemaExported"), cond(schema, tru, "SchemaAvailable")},
+			wantStatus: fal, wantReason: "NoEndpoints",
+		},
+		{name: "schema false", conds: []metav1.Condition{cond(schema, fal, "SourceNotFound"), cond(export, fal, "WaitingForSchema")}, wantStatus: fal, wantReason: "SourceNotFound"},
+		{name: "unknown is copied as unknown", conds: []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(export, unk, "WaitingForSchema")}, wantStatus: unk, wantReason: "WaitingForSchema"},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Ready(tc.conds, 7)
+			if got.Status != tc.wantStatus || got.Reason != tc.wantReason || got.ObservedGeneration != 7 || got.Type != syncagentv1alpha1.ConditionReady {
+				t.Errorf("Ready = %s/%s (gen %d), want %s/%s", got.Status, got.Reason, got.ObservedGeneration, tc.wantStatus, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestApply(t *testing.T) {
+	status := &syncagentv1alpha1.PublishedResourceStatus{}
+	own := New(syncagentv1alpha1.ConditionSchemaReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSchemaAvailable, "ok")
+	if !Apply(status, own, 1) {
+		t.Fatal("first Apply must report a change")
+	}
+	if Apply(status, own, 1) {
+		t.Fatal("second identical Apply must report no change")
+	}
+	if !Apply(status, own, 2) {
+		t.Fatal("a new generation is a change")
+	}
+	if len(status.Conditions) != 2 {
+		t.Fatalf("want SchemaReady and Ready, got %+v", status.Conditions)
+	}
+	// Another controller's condition is kept.
+	status.Conditions = append(status.Conditions, cond(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionFalse, "NoEndpoints"))
+	Apply(status, own, 2)
+	if r := Ready(status.Conditions, 2); r.Reason != "NoEndpoints" || len(status.Conditions) != 3 {
+		t.Errorf("foreign condition lost or ignored: %+v", status.Conditions)
+	}
+}
