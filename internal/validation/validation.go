@@ -1,0 +1,185 @@
+// Package validation checks what the CRD cannot (contract §2.10): templates
+// and regular expressions that do not compile, identifiers that cannot be
+// used in annotation keys, and configurations that work but are ambiguous.
+// The result is the PublishedResource's ConfigValid condition; it is
+// computed once per PublishedResource generation, not per object.
+package validation
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/templating"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// identifierPattern is what an identifier must look like to be a segment of
+// the related-resources.syncagent.kcp.io/<identifier>.<n> annotation key.
+var identifierPattern = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9_.-]{0,58}[a-zA-Z0-9])?$`)
+
+// Result collects the problems of one PublishedResource.
+type Result struct {
+	// Invalid problems make the configuration fail at runtime.
+	Invalid []string
+	// Ambiguous problems are accepted; the message says what is ignored.
+	Ambiguous []string
+}
+
+// Input is what Check needs besides the PublishedResource itself.
+type Input struct {
+	// KcpScope is the scope of the projected type, if known.
+	KcpScope apiextensionsv1.ResourceScope
+	// SharedSourceWith names other selected PublishedResources with the same
+	// source group/kind.
+	SharedSourceWith []string
+}
+
+// Check validates pr.
+func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
+	c := &checker{}
+	spec := &pr.Spec
+
+	if n := spec.Naming; n != nil {
+		c.pattern("spec.naming.name", n.Name)
+		c.pattern("spec.naming.namespace", n.Namespace)
+	}
+	if spec.Filter != nil && spec.Filter.Namespace != nil && in.KcpScope == apiextensionsv1.ClusterScoped {
+		c.ambiguous("spec.filter.namespace is ignored: the type is cluster-scoped in kcp")
+	}
+	c.mutations("spec.mutation", spec.Mutation)
+
+	for i, rel := range spec.Related {
+		path := fmt.Sprintf("spec.related[%d]", i)
+		if !identifierPattern.MatchString(rel.Identifier) {
+			c.invalid("%s.identifier %q must be 1-60 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", path, rel.Identifier)
+		}
+		c.locator(path+".object", &rel.Object.RelatedResourceObjectSpec)
+		if rel.Object.Namespace != nil {
+			c.locator(path+".object.namespace", rel.Object.Namespace)
+		}
+		c.mutations(path+".mutation", rel.Mutation)
+	}
+
+	if len(in.SharedSourceWith) > 0 {
+		c.ambiguous("the source kind is also published by %s; their local copies cannot be told apart", strings.Join(in.SharedSourceWith, ", "))
+	}
+	return c.Result
+}
+
+// Condition turns the result into the ConfigValid condition.
+func (r Result) Condition() metav1.Condition {
+	switch {
+	case len(r.Invalid) > 0:
+		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionFalse, syncagentv1alpha1.ReasonInvalidConfiguration, strings.Join(r.Invalid, "; "))
+	case len(r.Ambiguous) > 0:
+		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonAmbiguousConfiguration, strings.Join(r.Ambiguous, "; "))
+	default:
+		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonValid, "The configuration is valid.")
+	}
+}
+
+type checker struct{ Result }
+
+func (c *checker) invalid(format string, args ...any) {
+	c.Invalid = append(c.Invalid, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) ambiguous(format string, args ...any) {
+	c.Ambiguous = append(c.Ambiguous, fmt.Sprintf(format, args...))
+}
+
+// pattern checks a naming pattern: a template if it contains "{{", else a
+// legacy placeholder string (always valid).
+func (c *checker) pattern(path, p string) {
+	if strings.Contains(p, "{{") {
+		c.template(path, p)
+	}
+}
+
+func (c *checker) template(path, text string) {
+	if _, err := templating.Parse(path, text); err != nil {
+		c.invalid("%s: invalid template: %v", path, err)
+	}
+}
+
+func (c *checker) regex(path, pattern string) {
+	if pattern == "" {
+		return
+	}
+	if _, err := regexp.Compile(pattern); err != nil {
+		c.invalid("%s: invalid regular expression: %v", path, err)
+	}
+}
+
+// member is one of several mutually exclusive fields.
+type member struct {
+	name string
+	set  bool
+}
+
+// used reports every set member after the first as ignored; members are
+// given in precedence order.
+func (c *checker) used(path string, members ...member) {
+	var set []string
+	for _, m := range members {
+		if m.set {
+			set = append(set, m.name)
+		}
+	}
+	if len(set) > 1 {
+		c.ambiguous("%s sets %s; only %s is used", path, strings.Join(set, ", "), set[0])
+	}
+}
+
+func (c *checker) mutations(path string, spec *syncagentv1alpha1.ResourceMutationSpec) {
+	if spec == nil {
+		return
+	}
+	lists := []struct {
+		name  string
+		items []syncagentv1alpha1.ResourceMutation
+	}{{"spec", spec.Spec}, {"status", spec.Status}}
+	for _, list := range lists {
+		for i, m := range list.items {
+			p := fmt.Sprintf("%s.%s[%d]", path, list.name, i)
+			c.used(p, member{"delete", m.Delete != nil}, member{"regex", m.Regex != nil}, member{"template", m.Template != nil}, member{"cel", m.CEL != nil})
+			if m.Regex != nil {
+				c.regex(p+".regex.pattern", m.Regex.Pattern)
+			}
+			if m.Template != nil {
+				c.template(p+".template.template", m.Template.Template)
+			}
+		}
+	}
+}
+
+func (c *checker) locator(path string, spec *syncagentv1alpha1.RelatedResourceObjectSpec) {
+	c.used(path, member{"reference", spec.Reference != nil}, member{"selector", spec.Selector != nil}, member{"template", spec.Template != nil})
+	if r := spec.Reference; r != nil && r.Regex != nil {
+		c.regex(path+".reference.regex.pattern", r.Regex.Pattern)
+	}
+	if t := spec.Template; t != nil {
+		c.template(path+".template.template", t.Template)
+	}
+	if s := spec.Selector; s != nil {
+		for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
+			c.pattern(path+".selector.matchLabels key", k)
+			c.pattern(path+".selector.matchLabels["+k+"]", s.MatchLabels[k])
+		}
+		rw := s.Rewrite
+		c.used(path+".selector.rewrite", member{"regex", rw.Regex != nil}, member{"template", rw.Template != nil})
+		if rw.Regex != nil {
+			c.regex(path+".selector.rewrite.regex.pattern", rw.Regex.Pattern)
+		}
+		if rw.Template != nil {
+			c.template(path+".selector.rewrite.template.template", rw.Template.Template)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+func TestCheck(t *testing.T) {
+	ref := syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+		Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secret"},
+	}}
+	testcases := []struct {
+		name       string
+		spec       syncagentv1alpha1.PublishedResourceSpec
+		in         Input
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantMsg    []string
+	}{
+		{
+			name:       "valid",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name | sha3short 8 }}", Namespace: "$remoteClusterName"}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
+			name:       "broken naming template",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name | nosuchfunc }}"}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{"spec.naming.name: invalid template", "nosuchfunc"},
+		},
+		{
+			name: "broken regex and template mutation",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+				Spec:   []syncagentv1alpha1.ResourceMutation{{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "a", Pattern: "(unclosed"}}},
+				Status: []syncagentv1alpha1.ResourceMutation{{Template: &syncagentv1alpha1.ResourceTemplateMutation{Path: "a", Template: "{{ .Value"}}},
+			}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{"spec.mutation.spec[0].regex.pattern: invalid regular expression", "spec.mutation.status[0].template.template: invalid template"},
+		},
+		{
+			name: "several mutation members are ambiguous",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+				Spec: []syncagentv1alpha1.ResourceMutation{{Delete: &syncagentv1alpha1.ResourceDeleteMutation{Path: "a"}, CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "a", Expression: "1"}}},
+			}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.mutation.spec[0] sets delete, cel; only delete is used"},
+		},
+		{
+			name:       "invalid identifier",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{Identifier: "no/slash", Origin: "kcp", Kind: "Secret", Object: ref}}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{`spec.related[0].identifier "no/slash"`},
+		},
+		{
+			name:       "overlong identifier",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{Identifier: strings.Repeat("a", 61), Origin: "kcp", Kind: "Secret", Object: ref}}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+		},
+		{
+			name: "related locator with several mechanisms and a bad selector template",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{
+				Identifier: "creds", Origin: "service", Kind: "Secret",
+				Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+					Reference: ref.Reference,
+					Selector: &syncagentv1alpha1.RelatedResourceObjectSelector{
+						LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "{{ .ClusterName"}},
+						Rewrite:       syncagentv1alpha1.RelatedResourceSelectorRewrite{Template: &syncagentv1alpha1.TemplateExpression{Template: "x"}},
+					},
+				}},
+			}}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{"spec.related[0].object.selector.matchLabels[app]: invalid template"},
+		},
+		{
+			name:       "namespace filter on a cluster-scoped type",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Filter: &syncagentv1alpha1.ResourceFilter{Namespace: &metav1.LabelSelector{}}},
+			in:         Input{KcpScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.filter.namespace is ignored"},
+		},
+		{
+			name:       "shared source kind",
+			in:         Input{SharedSourceWith: []string{"other"}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"also published by other"},
+		},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := &syncagentv1alpha1.PublishedResource{Spec: tc.spec}
+			got := Check(pr, tc.in).Condition()
+			if got.Status != tc.wantStatus || got.Reason != tc.wantReason {
+				t.Fatalf("ConfigValid = %s/%s (%s), want %s/%s", got.Status, got.Reason, got.Message, tc.wantStatus, tc.wantReason)
+			}
+			for _, m := range tc.wantMsg {
+				if !strings.Contains(got.Message, m) {
+					t.Errorf("message %q does not contain %q", got.Message, m)
+				}
+			}
+			// The message must be deterministic, or controllers would rewrite it.
+			for range 10 {
+				if again := Check(pr, tc.in).Condition(); again.Message != got.Message {
+					t.Fatalf("non-deterministic message: %q vs %q", got.Message, again.Message)
+				}
+			}
+		})
+	}
+}
