@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
+	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
@@ -39,6 +41,8 @@ type Deps struct {
 	Target  *kcp.Target
 	// KcpClient is an uncached client for the agent's kcp workspace.
 	KcpClient ctrlruntimeclient.Client
+	// ExportClient is an uncached client for the APIExport's workspace.
+	ExportClient ctrlruntimeclient.Client
 }
 
 // Controller is a named controller that --disabled-controllers can switch off.
@@ -47,9 +51,24 @@ type Controller struct {
 	Setup func(mgr manager.Manager, deps *Deps) error
 }
 
-// controllers lists the implemented controllers in start order. The names
-// are the values of --disabled-controllers (options.KnownControllers).
-var controllers []Controller
+// controllers lists the controllers in start order. The names are the
+// values of --disabled-controllers (options.KnownControllers).
+var controllers = []Controller{
+	{Name: options.ControllerAPIResourceSchema, Setup: setupAPIResourceSchema},
+}
+
+func setupAPIResourceSchema(mgr manager.Manager, deps *Deps) error {
+	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	return apiresourceschema.Add(mgr, apiresourceschema.Options{
+		AgentName: deps.Options.AgentName,
+		Selector:  deps.Options.PublishedResourceSelector,
+		KcpClient: deps.ExportClient,
+		Resolver:  resolver,
+	})
+}
 
 // NewServiceScheme returns the scheme of the service cluster manager.
 func NewServiceScheme() *runtime.Scheme {
@@ -103,6 +122,10 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to create kcp client: %w", err)
 	}
+	exportClient, err := ctrlruntimeclient.New(target.APIExportConfig, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("failed to create kcp client: %w", err)
+	}
 
 	metricsAddr := o.MetricsAddress
 	if !o.MetricsEnabled() {
@@ -134,7 +157,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	})
 	resolved.Set()
 
-	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient}
+	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient}
 	for _, c := range controllers {
 		if !o.IsControllerEnabled(c.Name) {
 			log.Info("Controller disabled", "controller", c.Name)

@@ -33,7 +33,6 @@ type openAPISchema struct {
 	Items                *openAPISchema            `json:"items,omitempty"`
 	Required             []string                  `json:"required,omitempty"`
 	Enum                 []json.RawMessage         `json:"enum,omitempty"`
-	Default              json.RawMessage           `json:"default,omitempty"`
 	Nullable             bool                      `json:"nullable,omitempty"`
 
 	GVKs                  []schema.GroupVersionKind `json:"x-kubernetes-group-version-kind,omitempty"`
@@ -79,6 +78,11 @@ func schemaForKind(docJSON []byte, gvk schema.GroupVersionKind) (*apiextensionsv
 				if err != nil {
 					return nil, fmt.Errorf("failed to convert the schema of %s: %w", gvk, err)
 				}
+				if _, ok := props.Properties["metadata"]; ok {
+					// The top-level metadata of a CRD schema may only be a
+					// plain object: no description, no default.
+					props.Properties["metadata"] = apiextensionsv1.JSONSchemaProps{Type: "object"}
+				}
 				return props, nil
 			}
 		}
@@ -113,12 +117,6 @@ func (c *converter) convert(s *openAPISchema, seen map[string]bool, depth int) (
 		if s.Description != "" {
 			merged.Description = s.Description
 		}
-		if len(s.Default) > 0 {
-			merged.Default = s.Default
-		}
-		if merged.Ref != "" && (s.Description != "" || len(s.Default) > 0) {
-			return c.convertRef(&merged, seen, depth)
-		}
 		return c.convert(&merged, seen, depth)
 	}
 	if s.Ref != "" {
@@ -148,9 +146,10 @@ func (c *converter) convert(s *openAPISchema, seen map[string]bool, depth int) (
 	for _, e := range s.Enum {
 		out.Enum = append(out.Enum, apiextensionsv1.JSON{Raw: e})
 	}
-	if len(s.Default) > 0 {
-		out.Default = &apiextensionsv1.JSON{Raw: s.Default}
-	}
+	// Defaults are left out on purpose: the OpenAPI documents of built-in
+	// types carry zero-value defaults ({} for structs with required fields,
+	// "" for strings) that are invalid as CRD defaults. The service
+	// cluster's API server applies the real defaults to the local copies.
 
 	// oneOf/anyOf with types (e.g. a number or a string) cannot be expressed
 	// structurally; accept any value of those types.
@@ -244,9 +243,6 @@ func (c *converter) convertRef(s *openAPISchema, seen map[string]bool, depth int
 	}
 	if s.Description != "" {
 		out.Description = s.Description
-	}
-	if len(s.Default) > 0 {
-		out.Default = &apiextensionsv1.JSON{Raw: s.Default}
 	}
 	return out, nil
 }

@@ -65,19 +65,19 @@ func TestSchemaForKind(t *testing.T) {
 		Required:    []string{"spec"},
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
-			"metadata":   {Type: "object", Description: "Standard metadata.", Default: &apiextensionsv1.JSON{Raw: []byte(`{}`)}},
+			"metadata":   {Type: "object"},
 			"spec": {
 				Type: "object",
 				Properties: map[string]apiextensionsv1.JSONSchemaProps{
 					"port":   intOrString(""),
 					"memory": intOrString(""),
-					"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`""`)}}}},
+					"labels": {Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
 					"raw":    {Type: "object", XPreserveUnknownFields: &tru},
 					"mode":   {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"A"`)}, {Raw: []byte(`"B"`)}}},
 					"rules": {
 						Type: "array", XListType: &listMap, XListMapKeys: []string{"name"},
 						Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
-							Type: "object", Required: []string{"name"}, Default: &apiextensionsv1.JSON{Raw: []byte(`{}`)},
+							Type: "object", Required: []string{"name"},
 							Properties: map[string]apiextensionsv1.JSONSchemaProps{"name": {Type: "string"}},
 						}},
 					},

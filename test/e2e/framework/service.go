@@ -1,16 +1,13 @@
 package framework
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -78,22 +75,9 @@ func (s *ServiceCluster) CreateFromFile(t T, path string, obj ctrlruntimeclient.
 	Must(t, yaml.Unmarshal(data, obj), "parse %s", path)
 	Must(t, s.Client.Create(t.Context(), obj), "create %s", path)
 	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
-		WaitFor(t, crdEstablishedTimeout, "CRD "+crd.Name+" to be established", func(ctx context.Context) (bool, error) {
-			if err := s.Client.Get(ctx, types.NamespacedName{Name: crd.Name}, crd); err != nil {
-				return false, err
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
+		s.waitEstablished(t, crd.Name)
 	}
 }
-
-// crdEstablishedTimeout bounds the wait for a new CRD to be served.
-const crdEstablishedTimeout = time.Minute
 
 // WriteFile writes content below the test's artifacts directory.
 func WriteFile(t T, name string, content []byte) string {

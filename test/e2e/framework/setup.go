@@ -49,5 +49,6 @@ func (f *Fixture) AgentArgs(extra ...string) []string {
 		"--namespace=" + AgentNamespace,
 		"--apiexportendpointslice-ref=" + f.Export.Name,
 		"--log-format=Console",
+		"--log-debug",
 	}, extra...)
 }

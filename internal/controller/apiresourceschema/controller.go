@@ -1,0 +1,157 @@
+package apiresourceschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// ControllerName is the controller's name in logs, metrics and as field manager.
+const ControllerName = "syncagent-apiresourceschema"
+
+// sourceNotFoundRetry is how often a PublishedResource whose source type is
+// not served is retried. CRDs trigger a reconcile when they appear; this
+// interval covers aggregated APIs, which send no CRD event.
+const sourceNotFoundRetry = time.Minute
+
+// Options configure the controller.
+type Options struct {
+	// AgentName is written into the schemas' labels and annotations.
+	AgentName string
+	// Selector selects the PublishedResources of this agent.
+	Selector labels.Selector
+	// KcpClient writes to the APIExport's workspace.
+	KcpClient ctrlruntimeclient.Client
+	// Resolver finds source types on the service cluster.
+	Resolver *discovery.Resolver
+	// Workers is the number of concurrent reconciles (reference: 4).
+	Workers int
+}
+
+// Reconciler reconciles PublishedResources into APIResourceSchemas.
+type Reconciler struct {
+	Options
+	client   ctrlruntimeclient.Client
+	recorder record.EventRecorder
+	status   *conditions.Writer
+	log      logr.Logger
+}
+
+// Add sets up the controller with the manager.
+func Add(mgr manager.Manager, opts Options) error {
+	switch {
+	case opts.AgentName == "", opts.Selector == nil, opts.KcpClient == nil, opts.Resolver == nil:
+		return errors.New("apiresourceschema: AgentName, Selector, KcpClient and Resolver are required")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	log := mgr.GetLogger().WithName(ControllerName)
+	r := &Reconciler{
+		Options:  opts,
+		client:   mgr.GetClient(),
+		recorder: mgr.GetEventRecorderFor(ControllerName),
+		status:   &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
+		log:      log,
+	}
+
+	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return opts.Selector.Matches(labels.Set(o.GetLabels())) })
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
+		// Status changes matter too: Ready is recomputed from the other
+		// controllers' conditions. Writes happen only on differences.
+		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(selected)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdToPublishedResources)).
+		Complete(r)
+}
+
+// crdToPublishedResources refreshes discovery (a CRD changed what the
+// service cluster serves) and enqueues the selected PublishedResources of the
+// CRD's group/kind.
+func (r *Reconciler) crdToPublishedResources(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil
+	}
+	r.Resolver.Invalidate()
+
+	var prs syncagentv1alpha1.PublishedResourceList
+	if err := r.client.List(ctx, &prs, ctrlruntimeclient.MatchingLabelsSelector{Selector: r.Selector}); err != nil {
+		r.log.Error(err, "Failed to list PublishedResources for a CRD event", "crd", crd.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, pr := range prs.Items {
+		if pr.Spec.Resource.APIGroup == crd.Spec.Group && pr.Spec.Resource.Kind == crd.Spec.Names.Kind {
+			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlruntimeclient.ObjectKeyFromObject(&pr)})
+		}
+	}
+	return reqs
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := r.log.WithValues("publishedresource", req.Name)
+	ctx = ctrl.LoggerInto(ctx, log)
+
+	pr := &syncagentv1alpha1.PublishedResource{}
+	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
+		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	// Deleting a PublishedResource deletes nothing in kcp: schemas stay so
+	// that consumers' data is not lost by accident.
+	if pr.DeletionTimestamp != nil || !r.Selector.Matches(labels.Set(pr.Labels)) {
+		return reconcile.Result{}, nil
+	}
+
+	out := r.reconcile(ctx, pr)
+
+	if err := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+		if out.schemaName != "" {
+			st.ResourceSchemaName = out.schemaName
+		}
+		st.ObservedGeneration = pr.Generation
+		conditions.Apply(st, out.schema, pr.Generation)
+		conditions.Apply(st, out.config, pr.Generation)
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	if out.err != nil {
+		var perr *projection.Error
+		var nf *discovery.NotFoundError
+		switch {
+		case errors.As(out.err, &nf):
+			return reconcile.Result{RequeueAfter: sourceNotFoundRetry}, nil
+		case errors.As(out.err, &perr), errors.Is(out.err, errConflict):
+			// Invalid input: retrying cannot help until the
+			// PublishedResource or the CRD changes, which triggers a
+			// reconcile anyway.
+			return reconcile.Result{}, reconcile.TerminalError(out.err)
+		default:
+			return reconcile.Result{}, fmt.Errorf("failed to publish the schema: %w", out.err)
+		}
+	}
+	return reconcile.Result{}, nil
+}

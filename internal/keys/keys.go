@@ -1,0 +1,35 @@
+// Package keys holds the label, annotation and finalizer keys the agent
+// writes (contract §4). Their names and value formats are frozen: objects
+// written by the reference agent must keep working.
+package keys
+
+const (
+	// AgentName is the label and annotation with the agent's name (local
+	// copies, state Secrets, APIResourceSchemas, the APIExport).
+	AgentName = "syncagent.kcp.io/agent-name"
+	// SourceGeneration is the annotation on an APIResourceSchema with the
+	// generation of the source CRD (0 for built-in types).
+	SourceGeneration = "syncagent.kcp.io/source-generation"
+
+	// RemoteObjectCluster is the label on local copies with the logical
+	// cluster of the kcp object.
+	RemoteObjectCluster = "syncagent.kcp.io/remote-object-cluster"
+	// RemoteObjectNameHash is the label with the SHA-1 of the kcp name.
+	RemoteObjectNameHash = "syncagent.kcp.io/remote-object-name-hash"
+	// RemoteObjectNamespaceHash is the label with the SHA-1 of the kcp namespace.
+	RemoteObjectNamespaceHash = "syncagent.kcp.io/remote-object-namespace-hash"
+	// RemoteObjectName is the annotation with the kcp name.
+	RemoteObjectName = "syncagent.kcp.io/remote-object-name"
+	// RemoteObjectNamespace is the annotation with the kcp namespace.
+	RemoteObjectNamespace = "syncagent.kcp.io/remote-object-namespace"
+	// RemoteObjectWorkspacePath is the annotation with the workspace path.
+	RemoteObjectWorkspacePath = "syncagent.kcp.io/remote-object-workspace-path"
+
+	// ObjectState labels the state Secrets.
+	ObjectState = "syncagent.kcp.io/object-state"
+	// CleanupFinalizer guards the deletion of synced kcp objects.
+	CleanupFinalizer = "syncagent.kcp.io/cleanup"
+	// RelatedResourcesPrefix is the prefix of the related-objects annotation
+	// on kcp primaries: <prefix><identifier>.<index>.
+	RelatedResourcesPrefix = "related-resources.syncagent.kcp.io/"
+)
