@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiexport"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
@@ -55,6 +56,16 @@ type Controller struct {
 // values of --disabled-controllers (options.KnownControllers).
 var controllers = []Controller{
 	{Name: options.ControllerAPIResourceSchema, Setup: setupAPIResourceSchema},
+	{Name: options.ControllerAPIExport, Setup: setupAPIExport},
+}
+
+func setupAPIExport(mgr manager.Manager, deps *Deps) error {
+	return apiexport.Add(mgr, apiexport.Options{
+		AgentName:    deps.Options.AgentName,
+		Selector:     deps.Options.PublishedResourceSelector,
+		ExportName:   deps.Target.APIExportName,
+		ExportConfig: deps.Target.APIExportConfig,
+	})
 }
 
 func setupAPIResourceSchema(mgr manager.Manager, deps *Deps) error {

@@ -1,0 +1,288 @@
+package apiexport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/export"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// ControllerName is the controller's name in logs, metrics and as field manager.
+const ControllerName = "syncagent-apiexport"
+
+// Event reasons on the APIExport (contract §4.6).
+const (
+	ReasonAddingResourceSchemas   = "AddingResourceSchemas"
+	ReasonRemovingResourceSchemas = "RemovingResourceSchemas"
+	ReasonAddingPermissionClaims  = "AddingPermissionClaims"
+)
+
+// Options configure the controller.
+type Options struct {
+	AgentName string
+	Selector  labels.Selector
+	// ExportName is the APIExport's name; ExportConfig points to its workspace.
+	ExportName   string
+	ExportConfig *rest.Config
+}
+
+// Reconciler merges PublishedResources into the APIExport.
+type Reconciler struct {
+	Options
+	client      ctrlruntimeclient.Client // service cluster (cached)
+	kcpCache    ctrlruntimeclient.Reader // the APIExport, by name
+	kcpClient   ctrlruntimeclient.Client // live writes to the export workspace
+	kcpRecorder record.EventRecorder     // Events on the APIExport
+	status      *conditions.Writer
+	log         logr.Logger
+}
+
+// exportKey is the single work item: all events lead to one reconcile of the export.
+var exportKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "apiexport"}}
+
+// Add sets up the controller with the manager.
+func Add(mgr manager.Manager, opts Options) error {
+	if opts.AgentName == "" || opts.Selector == nil || opts.ExportName == "" || opts.ExportConfig == nil {
+		return errors.New("apiexport: AgentName, Selector, ExportName and ExportConfig are required")
+	}
+	log := mgr.GetLogger().WithName(ControllerName)
+
+	kcpCache, err := cache.New(opts.ExportConfig, cache.Options{
+		Scheme: kcp.NewScheme(),
+		ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
+			&kcpapisv1alpha2.APIExport{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.ExportName)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the APIExport cache: %w", err)
+	}
+	if err := mgr.Add(kcpCache); err != nil {
+		return err
+	}
+	kcpClient, err := ctrlruntimeclient.New(opts.ExportConfig, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("failed to create kcp client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(opts.ExportConfig)
+	if err != nil {
+		return fmt.Errorf("failed to create kcp event client: %w", err)
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+
+	r := &Reconciler{
+		Options:     opts,
+		client:      mgr.GetClient(),
+		kcpCache:    kcpCache,
+		kcpClient:   kcpClient,
+		kcpRecorder: broadcaster.NewRecorder(kcp.NewScheme(), corev1.EventSource{Component: ControllerName}),
+		status:      &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
+		log:         log,
+	}
+
+	toExport := handler.EnqueueRequestsFromMapFunc(func(context.Context, ctrlruntimeclient.Object) []reconcile.Request {
+		return []reconcile.Request{exportKey}
+	})
+	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return opts.Selector.Matches(labels.Set(o.GetLabels())) })
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		// One worker, as in the reference: there is one APIExport.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		Watches(&syncagentv1alpha1.PublishedResource{}, toExport, builder.WithPredicates(selected)).
+		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), toExport)).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	var list syncagentv1alpha1.PublishedResourceList
+	if err := r.client.List(ctx, &list, ctrlruntimeclient.MatchingLabelsSelector{Selector: r.Selector}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("failed to list PublishedResources: %w", err)
+	}
+	prs := slices.DeleteFunc(list.Items, func(pr syncagentv1alpha1.PublishedResource) bool { return pr.DeletionTimestamp != nil })
+	metrics.PublishedResources.Set(float64(len(prs)))
+
+	exp := &kcpapisv1alpha2.APIExport{}
+	err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp)
+	if apierrors.IsNotFound(err) {
+		// The agent never creates the APIExport; its creation is an event.
+		return reconcile.Result{}, r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {
+			return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonAPIExportNotFound,
+				fmt.Sprintf("The APIExport %s does not exist in kcp; the agent does not create it.", r.ExportName))
+		})
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("failed to get APIExport %s: %w", r.ExportName, err)
+	}
+
+	exp, err = r.updateExport(ctx, prs)
+	if err != nil {
+		updateErr := err
+		if cerr := r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {
+			return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonExportUpdateFailed,
+				"Updating the APIExport failed; see the agent's log.")
+		}); cerr != nil {
+			return reconcile.Result{}, errors.Join(updateErr, cerr)
+		}
+		return reconcile.Result{}, updateErr
+	}
+
+	exportGRs := ownGRs(exp.Spec.Resources, prs)
+	return reconcile.Result{}, r.setConditions(ctx, prs, func(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
+		return exportReady(pr, exp, exportGRs)
+	})
+}
+
+// updateExport merges the schemas and claims into the APIExport, retrying
+// on conflicts with a fresh copy, and returns the stored export.
+func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.PublishedResource) (*kcpapisv1alpha2.APIExport, error) {
+	var ready []string
+	for _, pr := range prs {
+		if pr.Status.ResourceSchemaName != "" {
+			ready = append(ready, pr.Status.ResourceSchemaName)
+		}
+	}
+
+	exp := &kcpapisv1alpha2.APIExport{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp); err != nil {
+			return err
+		}
+		resources, added, removed := export.MergeResources(exp.Spec.Resources, ready)
+		required := export.RequiredClaims(prs, ownGRs(resources, prs))
+		claims, addedClaims := export.MergeClaims(exp.Spec.PermissionClaims, required)
+
+		if len(added) == 0 && len(removed) == 0 && len(addedClaims) == 0 &&
+			slices.EqualFunc(resources, exp.Spec.Resources, sameResource) && exp.Annotations[keys.AgentName] == r.AgentName {
+			return nil
+		}
+		exp.Spec.Resources = resources
+		exp.Spec.PermissionClaims = claims
+		if exp.Annotations == nil {
+			exp.Annotations = map[string]string{}
+		}
+		exp.Annotations[keys.AgentName] = r.AgentName
+		if err := r.kcpClient.Update(ctx, exp); err != nil {
+			return err
+		}
+
+		r.log.Info("Updated APIExport", "added", added, "removed", removed, "claimsAdded", len(addedClaims))
+		if len(added) > 0 {
+			r.kcpRecorder.Eventf(exp, corev1.EventTypeNormal, ReasonAddingResourceSchemas, "Added resource schemas: %s", strings.Join(added, ", "))
+		}
+		if len(removed) > 0 {
+			r.kcpRecorder.Eventf(exp, corev1.EventTypeWarning, ReasonRemovingResourceSchemas, "Replaced resource schemas: %s", strings.Join(removed, ", "))
+		}
+		if len(addedClaims) > 0 {
+			r.kcpRecorder.Eventf(exp, corev1.EventTypeNormal, ReasonAddingPermissionClaims, "Added permission claims: %s", claimList(addedClaims))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to update APIExport %s: %w", r.ExportName, err)
+	}
+	return exp, nil
+}
+
+func sameResource(a, b kcpapisv1alpha2.ResourceSchema) bool {
+	return a.Group == b.Group && a.Name == b.Name && a.Schema == b.Schema && (a.Storage.CRD != nil) == (b.Storage.CRD != nil)
+}
+
+func claimList(claims []export.Claim) string {
+	parts := make([]string, 0, len(claims))
+	for _, c := range claims {
+		gr := schema.GroupResource{Group: c.Group, Resource: c.Resource}.String()
+		if c.IdentityHash != "" {
+			gr += ":" + c.IdentityHash
+		}
+		parts = append(parts, gr)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ownGRs returns the group/resources the export provides itself: those of
+// its schemas and of every selected PublishedResource's schema. For a
+// PublishedResource without a schema yet, an explicitly projected group and
+// plural are used (the plural of an unprojected type needs discovery).
+func ownGRs(resources []kcpapisv1alpha2.ResourceSchema, prs []syncagentv1alpha1.PublishedResource) sets.Set[schema.GroupResource] {
+	grs := sets.New[schema.GroupResource]()
+	for _, r := range resources {
+		grs.Insert(export.ResourceGR(r))
+	}
+	for _, pr := range prs {
+		if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok {
+			grs.Insert(gr)
+		} else if p := pr.Spec.Projection; p != nil && p.Group != "" && p.Plural != "" {
+			grs.Insert(schema.GroupResource{Group: p.Group, Resource: p.Plural})
+		}
+	}
+	return grs
+}
+
+// exportReady computes a PublishedResource's ExportReady condition.
+func exportReady(pr *syncagentv1alpha1.PublishedResource, exp *kcpapisv1alpha2.APIExport, exportGRs sets.Set[schema.GroupResource]) metav1.Condition {
+	name := pr.Status.ResourceSchemaName
+	if name == "" {
+		return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema,
+			"The APIResourceSchema does not exist yet.")
+	}
+	listed := slices.ContainsFunc(exp.Spec.Resources, func(r kcpapisv1alpha2.ResourceSchema) bool { return r.Schema == name })
+	missing := export.MissingClaims(exp.Spec.PermissionClaims, export.RequiredClaims([]syncagentv1alpha1.PublishedResource{*pr}, exportGRs))
+	if !listed || len(missing) > 0 {
+		return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema,
+			fmt.Sprintf("APIExport %s does not list schema %s and all required claims yet.", exp.Name, name))
+	}
+	return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSchemaExported,
+		fmt.Sprintf("Schema %s is exported by APIExport %s.", name, exp.Name))
+}
+
+// setConditions writes each PublishedResource's ExportReady condition (only
+// where it changed).
+func (r *Reconciler) setConditions(ctx context.Context, prs []syncagentv1alpha1.PublishedResource, compute func(*syncagentv1alpha1.PublishedResource) metav1.Condition) error {
+	var errs []error
+	for i := range prs {
+		pr := &prs[i]
+		cond := compute(pr)
+		if err := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+			conditions.Apply(st, cond, pr.Generation)
+		}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,155 @@
+// Package export computes the APIExport's resource schemas and permission
+// claims from the selected PublishedResources (contract §3.5, §3.6). It is
+// pure; the apiexport controller reads and writes the objects.
+//
+// kcp 0.28 stores APIExports as apis.kcp.io/v1alpha2, so this package works
+// on v1alpha2: spec.resources (one entry per group/resource, naming the
+// schema) and spec.permissionClaims (keyed by group and resource).
+package export
+
+import (
+	"cmp"
+	"slices"
+
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// ResourceGR returns the group/resource of an export entry.
+func ResourceGR(r kcpapisv1alpha2.ResourceSchema) schema.GroupResource {
+	return schema.GroupResource{Group: r.Group, Resource: r.Name}
+}
+
+// MergeResources returns the export's new resource list: one entry per
+// ready schema (replacing any entry of the same group/resource), plus every
+// existing entry of another group/resource (admin entries, schemas of
+// deleted PublishedResources). The result is sorted by "resource.group",
+// ties by schema name. added and removed name the schemas that enter or
+// leave the list.
+func MergeResources(existing []kcpapisv1alpha2.ResourceSchema, ready []string) (result []kcpapisv1alpha2.ResourceSchema, added, removed []string) {
+	ours := map[schema.GroupResource]string{}
+	for _, name := range ready {
+		if gr, ok := projection.SchemaGroupResource(name); ok {
+			ours[gr] = name
+		}
+	}
+	have := sets.New[string]()
+	for _, e := range existing {
+		have.Insert(e.Schema)
+		if replacement, ok := ours[ResourceGR(e)]; ok {
+			if replacement != e.Schema {
+				removed = append(removed, e.Schema)
+			}
+			continue
+		}
+		result = append(result, e)
+	}
+	for gr, name := range ours {
+		result = append(result, kcpapisv1alpha2.ResourceSchema{
+			Name: gr.Resource, Group: gr.Group, Schema: name,
+			Storage: kcpapisv1alpha2.ResourceSchemaStorage{CRD: &kcpapisv1alpha2.ResourceSchemaStorageCRD{}},
+		})
+		if !have.Has(name) {
+			added = append(added, name)
+		}
+	}
+	slices.SortFunc(result, func(a, b kcpapisv1alpha2.ResourceSchema) int {
+		return cmp.Or(cmp.Compare(ResourceGR(a).String(), ResourceGR(b).String()), cmp.Compare(a.Schema, b.Schema))
+	})
+	slices.Sort(added)
+	slices.Sort(removed)
+	return result, added, removed
+}
+
+// Claim identifies a permission claim.
+type Claim struct {
+	Group, Resource, IdentityHash string
+}
+
+// RequiredClaims returns the claims the PublishedResources need, sorted:
+// events always; namespaces with a namespace filter or related resources;
+// logicalclusters with workspace paths; the kcp-side type of each related
+// resource unless the export itself provides it (exportGRs).
+func RequiredClaims(prs []syncagentv1alpha1.PublishedResource, exportGRs sets.Set[schema.GroupResource]) []Claim {
+	claims := sets.New(Claim{Resource: "events"})
+	for _, pr := range prs {
+		if (pr.Spec.Filter != nil && pr.Spec.Filter.Namespace != nil) || len(pr.Spec.Related) > 0 {
+			claims.Insert(Claim{Resource: "namespaces"})
+		}
+		if pr.Spec.EnableWorkspacePaths {
+			claims.Insert(Claim{Group: "core.kcp.io", Resource: "logicalclusters"})
+		}
+		for _, rel := range pr.Spec.Related {
+			gr := KcpSideGR(rel)
+			if !exportGRs.Has(gr) {
+				claims.Insert(Claim{Group: gr.Group, Resource: gr.Resource, IdentityHash: rel.IdentityHash})
+			}
+		}
+	}
+	result := claims.UnsortedList()
+	slices.SortFunc(result, func(a, b Claim) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.IdentityHash, b.IdentityHash))
+	})
+	return result
+}
+
+// KcpSideGR is the group/resource of a related resource in kcp: the origin
+// type for kcp-origin entries, the projected type for service-origin ones.
+func KcpSideGR(rel syncagentv1alpha1.RelatedResourceSpec) schema.GroupResource {
+	//nolint:staticcheck // the deprecated kind form must keep working (contract §2.9).
+	kind := rel.Kind
+	gr := schema.GroupResource{Group: rel.Group, Resource: rel.Resource}
+	switch kind {
+	case syncagentv1alpha1.RelatedResourceKindConfigMap:
+		gr = schema.GroupResource{Resource: "configmaps"}
+	case syncagentv1alpha1.RelatedResourceKindSecret:
+		gr = schema.GroupResource{Resource: "secrets"}
+	}
+	if rel.Origin == syncagentv1alpha1.RelatedResourceOriginService && rel.Projection != nil {
+		if rel.Projection.Group != "" {
+			gr.Group = rel.Projection.Group
+		}
+		if rel.Projection.Resource != "" {
+			gr.Resource = rel.Projection.Resource
+		}
+	}
+	return gr
+}
+
+// MergeClaims appends the required claims that are missing as claims for all
+// verbs and never removes or changes existing ones (an admin's claim for the
+// same group/resource counts as present: claims are keyed by group and
+// resource). The result is sorted by group, then resource (stable).
+func MergeClaims(existing []kcpapisv1alpha2.PermissionClaim, required []Claim) (result []kcpapisv1alpha2.PermissionClaim, added []Claim) {
+	present := sets.New[schema.GroupResource]()
+	for _, c := range existing {
+		present.Insert(schema.GroupResource{Group: c.Group, Resource: c.Resource})
+	}
+	result = slices.Clone(existing)
+	for _, c := range required {
+		if present.Has(schema.GroupResource{Group: c.Group, Resource: c.Resource}) {
+			continue
+		}
+		result = append(result, kcpapisv1alpha2.PermissionClaim{
+			GroupResource: kcpapisv1alpha2.GroupResource{Group: c.Group, Resource: c.Resource},
+			IdentityHash:  c.IdentityHash,
+			Verbs:         []string{"*"},
+		})
+		added = append(added, c)
+	}
+	slices.SortStableFunc(result, func(a, b kcpapisv1alpha2.PermissionClaim) int {
+		return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Resource, b.Resource))
+	})
+	return result, added
+}
+
+// MissingClaims returns the required claims that claims does not contain.
+func MissingClaims(claims []kcpapisv1alpha2.PermissionClaim, required []Claim) []Claim {
+	_, missing := MergeClaims(claims, required)
+	return missing
+}

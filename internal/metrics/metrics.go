@@ -1,0 +1,20 @@
+// Package metrics defines the agent's own Prometheus metrics, registered
+// with controller-runtime's registry (served on --metrics-address).
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// PublishedResources is the number of PublishedResources selected by this
+// agent (reference metric name).
+var PublishedResources = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "sync_agent_published_resource",
+	Help: "Number of PublishedResources selected by this agent.",
+})
+
+func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
+	ctrlmetrics.Registry.MustRegister(PublishedResources)
+}
