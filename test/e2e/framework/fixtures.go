@@ -135,7 +135,7 @@ func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent"},
+		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent:" + exportName},
 		Rules: []rbacv1.PolicyRule{
 			{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
 			{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get"}},
@@ -147,7 +147,7 @@ func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent"},
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: AgentUser}},
 	}
