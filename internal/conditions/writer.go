@@ -30,9 +30,12 @@ type Writer struct {
 	Reader     ctrlruntimeclient.Reader
 	FieldOwner string
 	Log        logr.Logger
-
-	conditionsPruned atomic.Bool
 }
+
+// conditionsPruned records that the service cluster's PublishedResource CRD
+// prunes conditions. It is process-wide: the agent talks to one service
+// cluster, and the hint is logged once, not once per controller.
+var conditionsPruned atomic.Bool
 
 // Update applies mutate to the status of pr and writes it when it changed.
 // pr is updated with the result.
@@ -48,7 +51,7 @@ func (w *Writer) Update(ctx context.Context, pr *syncagentv1alpha1.PublishedReso
 
 		orig := pr.DeepCopy()
 		mutate(&pr.Status)
-		if w.conditionsPruned.Load() {
+		if conditionsPruned.Load() {
 			pr.Status.Conditions, pr.Status.ObservedGeneration = orig.Status.Conditions, orig.Status.ObservedGeneration
 		}
 		if equality.Semantic.DeepEqual(orig.Status, pr.Status) {
@@ -60,7 +63,7 @@ func (w *Writer) Update(ctx context.Context, pr *syncagentv1alpha1.PublishedReso
 		if err := w.Client.Status().Patch(ctx, pr, patch, ctrlruntimeclient.FieldOwner(w.FieldOwner)); err != nil {
 			return fmt.Errorf("failed to patch the status of PublishedResource %s: %w", pr.Name, err)
 		}
-		if wroteConditions && len(pr.Status.Conditions) == 0 && !w.conditionsPruned.Swap(true) {
+		if wroteConditions && len(pr.Status.Conditions) == 0 && !conditionsPruned.Swap(true) {
 			w.Log.Info("The PublishedResource CRD in this cluster has no status.conditions (an older CRD); conditions are not written. Upgrade the CRD (deploy/crd or the Helm chart with crds.enabled) to get them.")
 		}
 		return nil

@@ -110,6 +110,7 @@ func TestWriter_oldCRDWithoutConditions(t *testing.T) {
 		},
 	}, pr)
 	w := &Writer{Client: c, Reader: c, FieldOwner: "me", Log: logr.Discard()}
+	t.Cleanup(func() { conditionsPruned.Store(false) })
 
 	if err := w.Update(ctx, pr, schemaReady(metav1.ConditionTrue)); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,81 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// TestOldPublishedResourceCRD runs the agent against the reference's
+// PublishedResource CRD, which lacks status.conditions and
+// status.observedGeneration (users who install our binary but keep the old
+// CRD). The schema is still published and resourceSchemaName written; the
+// agent logs one hint and does not keep patching the pruned fields.
+func TestOldPublishedResourceCRD(t *testing.T) {
+	t.Parallel()
+	f := framework.NewFixture(t, testKcp)
+	ctx := t.Context()
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Name: "publishedresources.syncagent.kcp.io"}, crd), "get PublishedResource CRD")
+	status := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	delete(status.Properties, "conditions")
+	delete(status.Properties, "observedGeneration")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = status
+	crd.Spec.Versions[0].AdditionalPrinterColumns = nil
+	framework.Must(t, f.Service.Client.Update(ctx, crd), "downgrade the PublishedResource CRD")
+
+	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+	framework.Must(t, f.Service.Client.Create(ctx, publishedResource("things", "example.com", "Thing", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	})), "create PublishedResource")
+	agent := framework.StartAgent(t, f.AgentArgs()...)
+
+	pr := f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "resourceSchemaName", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		return pr.Status.ResourceSchemaName != ""
+	})
+	if len(pr.Status.Conditions) != 0 {
+		t.Fatalf("conditions were stored although the CRD lacks them: %+v", pr.Status.Conditions)
+	}
+	framework.WaitFor(t, time.Minute, "the upgrade hint in the log", func(context.Context) (bool, error) {
+		return strings.Contains(agent.Logs(), "has no status.conditions"), nil
+	})
+
+	// Steady state: no more PATCH requests to the service cluster.
+	time.Sleep(3 * time.Second)
+	before := patchCount(t, agent)
+	time.Sleep(5 * time.Second)
+	if after := patchCount(t, agent); after != before {
+		t.Errorf("the agent kept patching: %v PATCH requests before, %v after 5s", before, after)
+	}
+	if n := strings.Count(agent.Logs(), "has no status.conditions"); n != 1 {
+		t.Errorf("the upgrade hint was logged %d times, want once", n)
+	}
+}
+
+var patchMetric = regexp.MustCompile(`(?m)^rest_client_requests_total\{[^}]*method="PATCH"[^}]*\} ([0-9.e+]+)$`)
+
+// patchCount sums the agent's client PATCH requests from its metrics.
+func patchCount(t *testing.T, agent *framework.Agent) float64 {
+	t.Helper()
+	_, body, err := framework.Get(t.Context(), "http://"+agent.MetricsAddress+"/metrics")
+	framework.Must(t, err, "scrape metrics")
+	var sum float64
+	for _, m := range patchMetric.FindAllStringSubmatch(body, -1) {
+		v, err := strconv.ParseFloat(m[1], 64)
+		framework.Must(t, err, "parse %q", m[1])
+		sum += v
+	}
+	return sum
+}
