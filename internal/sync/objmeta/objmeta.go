@@ -1,0 +1,179 @@
+// Package objmeta holds the on-object bookkeeping of synced objects: the
+// metadata filtered when copying (contract §4.5), the labels and
+// annotations that tie a local copy to its kcp object (§4.1), the label
+// selector that finds it again (§6.3) and the adoption rules (§6.4).
+package objmeta
+
+import (
+	"crypto/sha1" //nolint:gosec // the contract fixes SHA-1 for the remote-object hash labels.
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+)
+
+// Remote identifies a kcp object.
+type Remote struct {
+	// Cluster is the logical cluster name of the consumer workspace.
+	Cluster string
+	// Namespace is empty for cluster-scoped kcp objects.
+	Namespace string
+	Name      string
+	// Path is the workspace path, only with enableWorkspacePaths.
+	Path string
+}
+
+// Hash returns the 40-character lowercase hex SHA-1 of s.
+func Hash(s string) string {
+	sum := sha1.Sum([]byte(s)) //nolint:gosec // see import.
+	return hex.EncodeToString(sum[:])
+}
+
+// Labels returns the labels a local copy carries for r.
+func (r Remote) Labels(agentName string) map[string]string {
+	l := map[string]string{
+		keys.RemoteObjectCluster:  r.Cluster,
+		keys.RemoteObjectNameHash: Hash(r.Name),
+		keys.AgentName:            agentName,
+	}
+	if r.Namespace != "" {
+		l[keys.RemoteObjectNamespaceHash] = Hash(r.Namespace)
+	}
+	return l
+}
+
+// Annotations returns the annotations a local copy carries for r.
+func (r Remote) Annotations() map[string]string {
+	a := map[string]string{keys.RemoteObjectName: r.Name}
+	if r.Namespace != "" {
+		a[keys.RemoteObjectNamespace] = r.Namespace
+	}
+	if r.Path != "" {
+		a[keys.RemoteObjectWorkspacePath] = r.Path
+	}
+	return a
+}
+
+// Selector finds the local copies of r: cluster and name hash, plus the
+// namespace hash for namespaced kcp objects (exactly as the reference).
+func (r Remote) Selector() labels.Selector {
+	l := labels.Set{
+		keys.RemoteObjectCluster:  r.Cluster,
+		keys.RemoteObjectNameHash: Hash(r.Name),
+	}
+	if r.Namespace != "" {
+		l[keys.RemoteObjectNamespaceHash] = Hash(r.Namespace)
+	}
+	return labels.SelectorFromSet(l)
+}
+
+// FromLocal reads the kcp identity recorded on a local copy. ok is false if
+// the copy does not name its kcp object.
+func FromLocal(obj *unstructured.Unstructured) (r Remote, ok bool) {
+	l, a := obj.GetLabels(), obj.GetAnnotations()
+	r = Remote{Cluster: l[keys.RemoteObjectCluster], Name: a[keys.RemoteObjectName], Namespace: a[keys.RemoteObjectNamespace], Path: a[keys.RemoteObjectWorkspacePath]}
+	return r, r.Cluster != "" && r.Name != ""
+}
+
+// OwnedByOtherAgent reports whether obj carries another agent's label.
+// Objects without the label count as ours (the reference added it late).
+func OwnedByOtherAgent(obj *unstructured.Unstructured, agentName string) bool {
+	v, ok := obj.GetLabels()[keys.AgentName]
+	return ok && v != agentName
+}
+
+// Adoptable reports whether an existing local object may be taken over as
+// the copy of r: none of its identification labels or annotations names
+// another kcp object, and it carries no other agent's label. An object with
+// none of them is unowned and adoptable.
+func Adoptable(obj *unstructured.Unstructured, r Remote, agentName string) bool {
+	if OwnedByOtherAgent(obj, agentName) {
+		return false
+	}
+	l, a := obj.GetLabels(), obj.GetAnnotations()
+	want := r.Labels(agentName)
+	for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash} {
+		if v, ok := l[k]; ok && v != want[k] {
+			return false
+		}
+	}
+	wantAnn := r.Annotations()
+	for _, k := range []string{keys.RemoteObjectName, keys.RemoteObjectNamespace} {
+		if v, ok := a[k]; ok && v != wantAnn[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// Labels never copied between the sides.
+func copyableLabel(k string) bool {
+	switch k {
+	case keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash,
+		keys.AgentName, keys.ObjectState:
+		return false
+	}
+	return !strings.HasPrefix(k, "claimed.internal.apis.kcp.io/")
+}
+
+// Annotations never copied between the sides.
+func copyableAnnotation(k string) bool {
+	switch k {
+	case "kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
+		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath,
+		keys.AgentName, keys.ObjectState:
+		return false
+	}
+	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)
+}
+
+// FilterLabels returns the labels that may be copied.
+func FilterLabels(in map[string]string) map[string]string { return filter(in, copyableLabel) }
+
+// FilterAnnotations returns the annotations that may be copied.
+func FilterAnnotations(in map[string]string) map[string]string {
+	return filter(in, copyableAnnotation)
+}
+
+func filter(in map[string]string, keep func(string) bool) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if keep(k) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Desired returns the content of obj that is copied to the other side:
+// every top-level field except apiVersion, kind and metadata, with status
+// removed when it is a subresource, plus metadata reduced to the copyable
+// labels and annotations (name and namespace are set by the caller).
+func Desired(obj *unstructured.Unstructured, statusIsSubresource bool) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	for k, v := range obj.Object {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+			continue
+		case "status":
+			if statusIsSubresource {
+				continue
+			}
+		}
+		out.Object[k] = runtime.DeepCopyJSONValue(v)
+	}
+	if l := FilterLabels(obj.GetLabels()); len(l) > 0 {
+		out.SetLabels(l)
+	}
+	if a := FilterAnnotations(obj.GetAnnotations()); len(a) > 0 {
+		out.SetAnnotations(a)
+	}
+	return out
+}
