@@ -1,0 +1,75 @@
+// Package merge computes spec updates of local copies (contract §6.5). With
+// a stored last-known state it is a three-way merge: an RFC 7386 JSON merge
+// patch from the last state to the desired state, so fields that only the
+// service side set (defaults, webhooks, operators) survive until the same
+// field changes in kcp. Without a state it overwrites every top-level field
+// of the desired state and merges labels and annotations, and reports
+// whether that changed anything, so an unchanged object is not written.
+package merge
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ThreeWay returns the merge patch that turns last into desired, or nil when
+// they do not differ. Lists that changed are replaced as a whole; fields
+// removed in desired are removed (null in the patch).
+func ThreeWay(last, desired map[string]any) ([]byte, error) {
+	lastJSON, err := json.Marshal(last)
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the last state: %w", err)
+	}
+	desiredJSON, err := json.Marshal(desired)
+	if err != nil {
+		return nil, fmt.Errorf("failed to encode the desired state: %w", err)
+	}
+	patch, err := jsonpatch.CreateMergePatch(lastJSON, desiredJSON)
+	if err != nil {
+		return nil, fmt.Errorf("failed to compute the merge patch: %w", err)
+	}
+	if string(patch) == "{}" {
+		return nil, nil
+	}
+	return patch, nil
+}
+
+// Overwrite applies desired to local when no last state is known: every
+// top-level field except apiVersion, kind and metadata replaces the local
+// one, and desired's labels and annotations are merged into local's. It
+// reports whether local changed.
+func Overwrite(local *unstructured.Unstructured, desired map[string]any) bool {
+	before := local.DeepCopy()
+	for k, v := range desired {
+		switch k {
+		case "apiVersion", "kind", "metadata":
+			continue
+		}
+		local.Object[k] = runtime.DeepCopyJSONValue(v)
+	}
+	d := &unstructured.Unstructured{Object: desired}
+	if l := d.GetLabels(); len(l) > 0 {
+		merged := local.GetLabels()
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, l)
+		local.SetLabels(merged)
+	}
+	if a := d.GetAnnotations(); len(a) > 0 {
+		merged := local.GetAnnotations()
+		if merged == nil {
+			merged = map[string]string{}
+		}
+		maps.Copy(merged, a)
+		local.SetAnnotations(merged)
+	}
+	return !equality.Semantic.DeepEqual(before.Object, local.Object)
+}
