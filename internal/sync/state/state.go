@@ -1,0 +1,227 @@
+// Package state stores the last-known state of synced primaries (contract
+// §4.4), the input of the three-way merge. The format is the reference's,
+// so an agent switched from the reference reads its state and does not
+// overwrite service-side fields:
+//
+//   - one Secret per kcp primary in the agent's namespace, named
+//     obj-state-<cluster>-<h20>, h20 = the first 20 hex characters of the
+//     SHA-1 of the JSON encoding (newline included) of
+//     {"apiVersion","kind","name","namespace"} of the kcp object;
+//   - labels syncagent.kcp.io/object-state=true, the remote-object labels of
+//     the primary and (ours, additive) the agent name;
+//   - the data key is the 40-hex SHA-1 of the JSON encoding (newline
+//     included) of {ClusterName, WorkspacePath:"", Namespace, Name};
+//   - the value is the compact JSON of the spec-mutated kcp object with
+//     filtered metadata (apiVersion, kind, name and namespace are kept, as
+//     the reference does, so that a rollback to it stays possible).
+//
+// Reading normalizes the stored object to what the merge compares (no
+// apiVersion, kind or metadata besides labels and annotations), so both
+// the reference's and our snapshots work. If the Secret with the computed
+// name is missing (the kcp apiVersion changed through a version projection),
+// state Secrets are looked up by their labels and accepted only if the
+// stored object's group and kind match; the next write migrates the state
+// to the new name. Unreadable JSON means "no state". Deleting a primary's
+// state deletes every state Secret carrying its labels.
+package state
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1" //nolint:gosec // the contract fixes SHA-1 for state names and keys.
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+)
+
+// Primary identifies a kcp primary object.
+type Primary struct {
+	objmeta.Remote
+	// APIVersion and Kind are the kcp-side type.
+	APIVersion, Kind string
+}
+
+func encode(v any) []byte {
+	var buf bytes.Buffer
+	// Encoding plain maps and structs of strings cannot fail.
+	_ = json.NewEncoder(&buf).Encode(v)
+	return buf.Bytes()
+}
+
+func sha1Hex(data []byte) string {
+	sum := sha1.Sum(data) //nolint:gosec // see import.
+	return hex.EncodeToString(sum[:])
+}
+
+// SecretName returns the name of the primary's state Secret.
+func SecretName(p Primary) string {
+	h := sha1Hex(encode(map[string]string{
+		"apiVersion": p.APIVersion,
+		"kind":       p.Kind,
+		"name":       p.Name,
+		"namespace":  p.Namespace,
+	}))
+	return fmt.Sprintf("obj-state-%s-%s", p.Cluster, h[:20])
+}
+
+// LegacyKey returns the reference's data key for an object: cluster is the
+// logical cluster for kcp-side sources and "" for service-side ones.
+func LegacyKey(cluster, namespace, name string) string {
+	return sha1Hex(encode(struct {
+		ClusterName   string
+		WorkspacePath string
+		Namespace     string
+		Name          string
+	}{cluster, "", namespace, name}))
+}
+
+// Store reads and writes state Secrets.
+type Store struct {
+	// Client reads and writes Secrets in Namespace.
+	Client    ctrlruntimeclient.Client
+	Namespace string
+	AgentName string
+}
+
+func (s *Store) selector(p Primary) labels.Selector {
+	set := labels.Set{}
+	for k, v := range p.Remote.Labels(s.AgentName) {
+		if k != keys.AgentName { // the reference's Secrets lack it
+			set[k] = v
+		}
+	}
+	set[keys.ObjectState] = "true"
+	return labels.SelectorFromSet(set)
+}
+
+// Get returns the normalized last state of p, or nil if there is none.
+func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
+	key := LegacyKey(p.Cluster, p.Namespace, p.Name)
+	secret := &corev1.Secret{}
+	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: SecretName(p)}, secret)
+	switch {
+	case err == nil:
+		return normalize(secret.Data[key], nil), nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("failed to get state Secret: %w", err)
+	}
+
+	// The name depends on the kcp apiVersion; after a version projection
+	// change the state lives under another name.
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p)}); err != nil {
+		return nil, fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+	for _, sec := range list.Items {
+		if state := normalize(sec.Data[key], &gk); state != nil {
+			return state, nil
+		}
+	}
+	return nil, nil
+}
+
+// normalize parses stored state and reduces it to what the merge compares.
+// With wantGK set, state of another group/kind is ignored.
+func normalize(data []byte, wantGK *schema.GroupKind) map[string]any {
+	if len(data) == 0 {
+		return nil
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		return nil
+	}
+	if wantGK != nil && obj.GroupVersionKind().GroupKind() != *wantGK {
+		return nil
+	}
+	return objmeta.Desired(obj, false).Object
+}
+
+// Put stores desired (the merge's desired state) as p's last state. Stale
+// state Secrets of p under another name are deleted.
+func (s *Store) Put(ctx context.Context, p Primary, desired map[string]any) error {
+	snapshot := (&unstructured.Unstructured{Object: desired}).DeepCopy()
+	snapshot.SetAPIVersion(p.APIVersion)
+	snapshot.SetKind(p.Kind)
+	snapshot.SetName(p.Name)
+	if p.Namespace != "" {
+		snapshot.SetNamespace(p.Namespace)
+	}
+	data, err := snapshot.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("failed to encode state: %w", err)
+	}
+	data = bytes.TrimSpace(data)
+
+	name := SecretName(p)
+	key := LegacyKey(p.Cluster, p.Namespace, p.Name)
+	secret := &corev1.Secret{}
+	err = s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: s.labels(p)},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       map[string][]byte{key: data},
+		}
+		if err := s.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("failed to create state Secret: %w", err)
+		}
+		return s.deleteOthers(ctx, p, name)
+	case err != nil:
+		return fmt.Errorf("failed to get state Secret: %w", err)
+	}
+
+	if bytes.Equal(secret.Data[key], data) && labels.Equals(secret.Labels, s.labels(p)) {
+		return nil
+	}
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data[key] = data
+	secret.Labels = s.labels(p)
+	if err := s.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("failed to update state Secret: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) labels(p Primary) map[string]string {
+	l := p.Remote.Labels(s.AgentName)
+	l[keys.ObjectState] = "true"
+	return l
+}
+
+// Delete removes every state Secret of p.
+func (s *Store) Delete(ctx context.Context, p Primary) error {
+	return s.deleteOthers(ctx, p, "")
+}
+
+// deleteOthers deletes p's state Secrets except keep.
+func (s *Store) deleteOthers(ctx context.Context, p Primary, keep string) error {
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p)}); err != nil {
+		return fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Name == keep {
+			continue
+		}
+		if err := s.Client.Delete(ctx, &list.Items[i]); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to delete state Secret %s: %w", list.Items[i].Name, err)
+		}
+	}
+	return nil
+}
