@@ -1,0 +1,388 @@
+// Package syncer syncs one kcp primary object with its local copy on the
+// service cluster (contract §6): finalizer, creation (with the naming rules
+// and the adoption rules), the three-way spec merge against the stored
+// state, status back-sync and the deletion flow. It is independent of any
+// controller: the sync controller calls Process for each kcp object with a
+// client for the object's workspace.
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+)
+
+// Event reasons on kcp objects (contract §4.6).
+const (
+	ReasonObjectAccepted      = "ObjectAccepted"
+	ReasonObjectPlaced        = "ObjectPlaced"
+	ReasonObjectSynced        = "ObjectSynced"
+	ReasonObjectStatusSynced  = "ObjectStatusSynced"
+	ReasonObjectCleanup       = "ObjectCleanup"
+	ReasonObjectDeleted       = "ObjectDeleted"
+	ReasonObjectConflict      = "ObjectConflict"
+	ReasonStatusSubresMissing = "StatusSubresourceMissing"
+	ReasonReconcilingError    = "ReconcilingError"
+)
+
+// ErrConflict means the computed local object belongs to another kcp object,
+// another agent, or someone else; it is never taken over.
+var ErrConflict = errors.New("the local object belongs to someone else")
+
+// EventFunc records an Event on a kcp object; messages must be safe for
+// consumers.
+type EventFunc func(obj ctrlruntimeclient.Object, eventType, reason, message string)
+
+// Syncer syncs the objects of one PublishedResource. It is built once per
+// PublishedResource generation and is read-only afterwards, so it can be
+// shared by all workers.
+type Syncer struct {
+	AgentName string
+	// LocalGVK is the storage version of the source type; LocalNamespaced its scope.
+	LocalGVK        schema.GroupVersionKind
+	LocalNamespaced bool
+	// StatusSubresource is set when the type has a status subresource (on
+	// both sides; the projection keeps subresources).
+	StatusSubresource bool
+	Namer             *naming.Namer
+	// Service reads (from the cache) and writes local copies and namespaces.
+	Service ctrlruntimeclient.Client
+	State   *state.Store
+	Event   EventFunc
+}
+
+// Workspace is the consumer workspace of a kcp object.
+type Workspace struct {
+	// Client reads and writes objects in the workspace.
+	Client ctrlruntimeclient.Client
+	// Cluster is the logical cluster name; Path the workspace path ("" unless enabled).
+	Cluster, Path string
+}
+
+// Result tells the caller what happened.
+type Result struct {
+	// Requeue asks for a prompt re-check: after a write, or while waiting
+	// for a local copy to disappear.
+	Requeue bool
+	// Writes counts the API writes this pass made (both sides).
+	Writes int
+}
+
+// Process syncs obj (a kcp primary, fetched from ws). Errors are returned
+// for the caller to retry with backoff; ErrConflict (wrapped) means an
+// adoption was refused.
+func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
+	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
+	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+
+	if obj.GetDeletionTimestamp() != nil {
+		return s.delete(ctx, ws, obj, p)
+	}
+
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(obj, keys.CleanupFinalizer)
+		if err := ws.Client.Patch(ctx, obj, patch); err != nil {
+			return Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
+		}
+		s.Event(obj, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
+		return Result{Requeue: true, Writes: 1}, nil
+	}
+
+	local, err := s.findLocal(ctx, remote)
+	if err != nil {
+		return Result{}, err
+	}
+	desired := objmeta.Desired(obj, s.StatusSubresource)
+
+	if local == nil {
+		return s.create(ctx, ws, obj, p, desired)
+	}
+	if local.GetDeletionTimestamp() != nil {
+		// Someone deletes the copy; once it is gone it is re-created.
+		return Result{Requeue: true}, nil
+	}
+
+	res, err := s.updateSpec(ctx, local, p, desired)
+	if err != nil || res.Writes > 0 {
+		return res, err
+	}
+	return s.syncStatus(ctx, ws, obj, local)
+}
+
+// findLocal returns the local copy of remote: found by its labels, never by
+// name; copies labelled for another agent are ignored, copies without the
+// agent label (older versions) count.
+func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
+	if err := s.Service.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
+		return nil, fmt.Errorf("failed to list local copies: %w", err)
+	}
+	var found []unstructured.Unstructured
+	for _, item := range list.Items {
+		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) {
+			found = append(found, item)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &found[0], nil
+	default:
+		return nil, fmt.Errorf("found %d local copies for one kcp object", len(found))
+	}
+}
+
+func (s *Syncer) localName(ws Workspace, obj *unstructured.Unstructured) (types.NamespacedName, error) {
+	ctx := naming.Context{Object: obj.Object, ClusterName: ws.Cluster, ClusterPath: ws.Path}
+	name, err := s.Namer.Name(ctx)
+	if err != nil {
+		return types.NamespacedName{}, err
+	}
+	if !s.LocalNamespaced {
+		return types.NamespacedName{Name: name}, nil
+	}
+	namespace, err := s.Namer.Namespace(ctx)
+	return types.NamespacedName{Namespace: namespace, Name: name}, err
+}
+
+// withSyncMetadata returns a copy of desired plus the labels and
+// annotations that tie the copy to its kcp object.
+func (s *Syncer) withSyncMetadata(desired map[string]any, remote objmeta.Remote) *unstructured.Unstructured {
+	u := (&unstructured.Unstructured{Object: desired}).DeepCopy()
+	s.addSyncMetadata(u, remote)
+	return u
+}
+
+// addSyncMetadata sets the remote-object labels and annotations on u.
+func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, remote objmeta.Remote) {
+	u.SetLabels(withEntries(u.GetLabels(), remote.Labels(s.AgentName)))
+	u.SetAnnotations(withEntries(u.GetAnnotations(), remote.Annotations()))
+}
+
+func withEntries(m, add map[string]string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	maps.Copy(m, add)
+	return m
+}
+
+func (s *Syncer) create(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
+	key, err := s.localName(ws, obj)
+	if err != nil {
+		return Result{}, fmt.Errorf("failed to compute the local name: %w", err)
+	}
+	res := Result{}
+	if key.Namespace != "" {
+		created, err := s.ensureNamespace(ctx, key.Namespace)
+		if err != nil {
+			return Result{}, err
+		}
+		if created {
+			res.Writes++
+		}
+	}
+
+	local := s.withSyncMetadata(desired.Object, p.Remote)
+	local.SetGroupVersionKind(s.LocalGVK)
+	local.SetName(key.Name)
+	local.SetNamespace(key.Namespace)
+
+	err = s.Service.Create(ctx, local)
+	if apierrors.IsAlreadyExists(err) {
+		return s.adopt(ctx, obj, p, key, res)
+	}
+	if err != nil {
+		return res, fmt.Errorf("failed to create the local copy: %w", err)
+	}
+	res.Writes++
+	if err := s.State.Put(ctx, p, desired.Object); err != nil {
+		return res, err
+	}
+	res.Writes++
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "The object was placed on the service cluster.")
+	res.Requeue = true
+	return res, nil
+}
+
+// adopt takes over an existing object with the computed name if it is
+// unowned or already ours (contract §6.4); otherwise it refuses.
+func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, res Result) (Result, error) {
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(s.LocalGVK)
+	if err := s.Service.Get(ctx, key, existing); err != nil {
+		return res, fmt.Errorf("failed to get the existing local object: %w", err)
+	}
+	if existing.GetDeletionTimestamp() != nil {
+		res.Requeue = true
+		return res, nil
+	}
+	if !objmeta.Adoptable(existing, p.Remote, s.AgentName) {
+		s.Event(obj, corev1.EventTypeWarning, ReasonObjectConflict, "The object cannot be placed: its name on the service cluster is taken. Contact the service provider.")
+		return res, fmt.Errorf("%w: %s %s", ErrConflict, s.LocalGVK.Kind, key)
+	}
+	patch := ctrlruntimeclient.MergeFrom(existing.DeepCopy())
+	s.addSyncMetadata(existing, p.Remote)
+	if err := s.Service.Patch(ctx, existing, patch); err != nil {
+		return res, fmt.Errorf("failed to adopt the local object: %w", err)
+	}
+	res.Writes++
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "An existing object on the service cluster was adopted.")
+	res.Requeue = true
+	return res, nil
+}
+
+func (s *Syncer) ensureNamespace(ctx context.Context, name string) (bool, error) {
+	ns := &corev1.Namespace{}
+	err := s.Service.Get(ctx, types.NamespacedName{Name: name}, ns)
+	if err == nil {
+		return false, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("failed to get namespace %s: %w", name, err)
+	}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := s.Service.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("failed to create namespace %s: %w", name, err)
+	}
+	return true, nil
+}
+
+// updateSpec brings the local copy in line with desired (contract §6.5).
+func (s *Syncer) updateSpec(ctx context.Context, local *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
+	last, err := s.State.Get(ctx, p)
+	if err != nil {
+		return Result{}, err
+	}
+
+	res := Result{}
+	if last != nil {
+		// Inject the sync metadata that is missing or wrong on the copy, so
+		// that the patch repairs it.
+		injected := desired.DeepCopy()
+		if m := missing(local.GetLabels(), p.Remote.Labels(s.AgentName)); len(m) > 0 {
+			injected.SetLabels(withEntries(injected.GetLabels(), m))
+		}
+		if m := missing(local.GetAnnotations(), p.Remote.Annotations()); len(m) > 0 {
+			injected.SetAnnotations(withEntries(injected.GetAnnotations(), m))
+		}
+
+		patch, err := merge.ThreeWay(last, injected.Object)
+		if err != nil {
+			return Result{}, err
+		}
+		if patch != nil {
+			if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+				return Result{}, fmt.Errorf("failed to patch the local copy: %w", err)
+			}
+			res.Writes++
+		}
+	} else {
+		updated := local.DeepCopy()
+		if merge.Overwrite(updated, s.withSyncMetadata(desired.Object, p.Remote).Object) {
+			if err := s.Service.Update(ctx, updated); err != nil {
+				return Result{}, fmt.Errorf("failed to update the local copy: %w", err)
+			}
+			res.Writes++
+		}
+	}
+
+	if last == nil || res.Writes > 0 || !equality.Semantic.DeepEqual(last, desired.Object) {
+		if err := s.State.Put(ctx, p, desired.Object); err != nil {
+			return res, err
+		}
+	}
+	if res.Writes > 0 {
+		res.Requeue = true
+	}
+	return res, nil
+}
+
+// missing returns the entries of want that are missing or wrong in have.
+func missing(have, want map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range want {
+		if have[k] != v {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// syncStatus copies the local status up to kcp (contract §6.6), only for
+// types with a status subresource.
+func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured) (Result, error) {
+	if !s.StatusSubresource {
+		return Result{}, nil
+	}
+	// A missing status and a null one are the same.
+	localStatus := local.Object["status"]
+	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
+		return Result{}, nil
+	}
+	updated := obj.DeepCopy()
+	if localStatus != nil {
+		updated.Object["status"] = localStatus
+	} else {
+		delete(updated.Object, "status")
+	}
+	if err := ws.Client.Status().Update(ctx, updated); err != nil {
+		return Result{}, fmt.Errorf("failed to update the status in kcp: %w", err)
+	}
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectStatusSynced, "The status was updated from the service cluster.")
+	return Result{Writes: 1}, nil
+}
+
+// delete runs the deletion flow (contract §6.7): delete the local copy and
+// wait until it is gone, delete the state, release the finalizer.
+func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		return Result{}, nil
+	}
+	local, err := s.findLocal(ctx, p.Remote)
+	if err != nil {
+		return Result{}, err
+	}
+	if local != nil {
+		if local.GetDeletionTimestamp() == nil {
+			if err := s.Service.Delete(ctx, local); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+				return Result{}, fmt.Errorf("failed to delete the local copy: %w", err)
+			}
+			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the object on the service cluster.")
+			return Result{Requeue: true, Writes: 1}, nil
+		}
+		// Other finalizers on the copy are honoured: wait.
+		return Result{Requeue: true}, nil
+	}
+
+	if err := s.State.Delete(ctx, p); err != nil {
+		return Result{}, err
+	}
+	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return Result{}, fmt.Errorf("failed to remove the finalizer: %w", err)
+	}
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was cleaned up on the service cluster.")
+	return Result{Writes: 1}, nil
+}

@@ -1,0 +1,351 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+)
+
+var (
+	remoteGVK = schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	localGVK  = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+)
+
+const cluster = "abc"
+
+type env struct {
+	syncer  *Syncer
+	kcp     ctrlruntimeclient.Client
+	service ctrlruntimeclient.Client
+	events  []string
+}
+
+func typed(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{
+		kcp:     fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
+		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...).Build(),
+	}
+	namer, err := naming.NewNamer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer = &Syncer{
+		AgentName: "agent", LocalGVK: localGVK, LocalNamespaced: true, StatusSubresource: true,
+		Namer:   namer,
+		Service: e.service,
+		State:   &state.Store{Client: e.service, Namespace: "agent-ns", AgentName: "agent"},
+		Event: func(_ ctrlruntimeclient.Object, _, reason, _ string) {
+			e.events = append(e.events, reason)
+		},
+	}
+	return e
+}
+
+func (e *env) createRemote(t *testing.T, namespace, name string, spec map[string]any) {
+	t.Helper()
+	obj := typed(remoteGVK)
+	obj.SetNamespace(namespace)
+	obj.SetName(name)
+	obj.Object["spec"] = spec
+	if err := e.kcp.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) getRemote(t *testing.T, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := typed(remoteGVK)
+	if err := e.kcp.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// converge runs Process until it stops asking for a requeue and returns the
+// number of writes.
+func (e *env) converge(t *testing.T, namespace, name string) (int, error) {
+	t.Helper()
+	writes := 0
+	for range 10 {
+		obj := e.getRemote(t, namespace, name)
+		if obj == nil {
+			return writes, nil
+		}
+		res, err := e.syncer.Process(context.Background(), Workspace{Client: e.kcp, Cluster: cluster}, obj)
+		writes += res.Writes
+		if err != nil || !res.Requeue {
+			return writes, err
+		}
+	}
+	t.Fatal("Process did not converge within 10 passes")
+	return 0, nil
+}
+
+// localCopy returns the only local copy.
+func (e *env) localCopy(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+	if err := e.service.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("want 1 local copy, got %d", len(list.Items))
+	}
+	return &list.Items[0]
+}
+
+func TestSyncer_createThenSteadyState(t *testing.T) {
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+
+	writes, err := e.converge(t, "default", "foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// finalizer, namespace, local copy, state Secret
+	if writes != 4 {
+		t.Errorf("writes for a new object = %d, want 4", writes)
+	}
+	local := e.localCopy(t)
+	if local.GetNamespace() != cluster || local.GetName() != "2747cabbb481a433679f-76d3bc41c9f588f7fcd0" {
+		t.Errorf("local copy at %s/%s", local.GetNamespace(), local.GetName())
+	}
+	if diff := cmp.Diff(objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "foo"}.Labels("agent"), local.GetLabels()); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if local.Object["spec"].(map[string]any)["color"] != "blue" {
+		t.Errorf("spec not copied: %v", local.Object["spec"])
+	}
+	if diff := cmp.Diff([]string{ReasonObjectAccepted, ReasonObjectPlaced}, e.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	// In sync: zero writes.
+	if writes, err := e.converge(t, "default", "foo"); err != nil || writes != 0 {
+		t.Errorf("in-sync pass made %d writes (err %v), want 0", writes, err)
+	}
+}
+
+func TestSyncer_threeWayMergeAndStatus(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A service-side field (an operator's default) and a status.
+	local := e.localCopy(t)
+	local.Object["spec"].(map[string]any)["defaulted"] = "by-operator"
+	if err := e.service.Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	local.Object["status"] = map[string]any{"phase": "Ready"}
+	if err := e.service.Status().Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+
+	// An unrelated kcp change.
+	remote := e.getRemote(t, "default", "foo")
+	remote.Object["spec"].(map[string]any)["color"] = "red"
+	if err := e.kcp.Update(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"color": "red", "defaulted": "by-operator"}, e.localCopy(t).Object["spec"]); diff != "" {
+		t.Errorf("local spec (-want +got):\n%s", diff)
+	}
+	// status flows up
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"phase": "Ready"}, e.getRemote(t, "default", "foo").Object["status"]); diff != "" {
+		t.Errorf("kcp status (-want +got):\n%s", diff)
+	}
+
+	// A kcp change of the service-side field wins.
+	remote = e.getRemote(t, "default", "foo")
+	remote.Object["spec"].(map[string]any)["defaulted"] = "by-consumer"
+	if err := e.kcp.Update(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.localCopy(t).Object["spec"].(map[string]any)["defaulted"]; got != "by-consumer" {
+		t.Errorf("defaulted = %v, want by-consumer", got)
+	}
+}
+
+func TestSyncer_deletion(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if e.getRemote(t, "default", "foo") == nil {
+		t.Fatal("the finalizer did not hold the kcp object")
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the kcp object still exists: finalizer not released")
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+	if err := e.service.List(ctx, list); err != nil || len(list.Items) != 0 {
+		t.Errorf("local copies left: %d (%v)", len(list.Items), err)
+	}
+	var secrets corev1.SecretList
+	if err := e.service.List(ctx, &secrets); err != nil || len(secrets.Items) != 0 {
+		t.Errorf("state Secrets left: %d (%v)", len(secrets.Items), err)
+	}
+}
+
+func TestSyncer_waitsForForeignFinalizers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	local := e.localCopy(t)
+	local.SetFinalizers([]string{"operator.example.com/cleanup"})
+	if err := e.service.Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+		if err != nil || !res.Requeue {
+			t.Fatalf("want a requeue while the copy is being deleted, got %+v, %v", res, err)
+		}
+	}
+	if e.getRemote(t, "default", "foo") == nil {
+		t.Fatal("the finalizer was released before the local copy was gone")
+	}
+}
+
+func TestSyncer_adoption(t *testing.T) {
+	name := "2747cabbb481a433679f-76d3bc41c9f588f7fcd0"
+	existing := func(labels map[string]string) *unstructured.Unstructured {
+		u := typed(localGVK)
+		u.SetNamespace(cluster)
+		u.SetName(name)
+		u.SetLabels(labels)
+		u.Object["spec"] = map[string]any{"color": "green"}
+		return u
+	}
+	testcases := []struct {
+		name         string
+		existing     *unstructured.Unstructured
+		wantConflict bool
+	}{
+		{name: "unowned object is adopted", existing: existing(map[string]string{"app": "x"})},
+		{name: "another workspace's copy is refused", existing: existing(objmeta.Remote{Cluster: "other", Namespace: "default", Name: "foo"}.Labels("agent")), wantConflict: true},
+		{name: "another agent's object is refused", existing: existing(map[string]string{"syncagent.kcp.io/agent-name": "someone-else"}), wantConflict: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.existing)
+			e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+			_, err := e.converge(t, "default", "foo")
+			if tc.wantConflict {
+				if !errors.Is(err, ErrConflict) {
+					t.Fatalf("err = %v, want ErrConflict", err)
+				}
+				if e.events[len(e.events)-1] != ReasonObjectConflict {
+					t.Errorf("events = %v, want ObjectConflict last", e.events)
+				}
+				got := &unstructured.Unstructured{}
+				got.SetGroupVersionKind(localGVK)
+				if err := e.service.Get(context.Background(), types.NamespacedName{Namespace: cluster, Name: name}, got); err != nil {
+					t.Fatal(err)
+				}
+				if got.Object["spec"].(map[string]any)["color"] != "green" {
+					t.Error("the refused object was modified")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := e.localCopy(t)
+			if local.GetLabels()["syncagent.kcp.io/remote-object-cluster"] != cluster || local.GetLabels()["app"] != "x" {
+				t.Errorf("adopted labels = %v", local.GetLabels())
+			}
+			if local.Object["spec"].(map[string]any)["color"] != "blue" {
+				t.Errorf("adopted copy was not synced: %v", local.Object["spec"])
+			}
+		})
+	}
+}
+
+func TestSyncer_brokenStateFallsBackWithoutSpuriousWrites(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	var secrets corev1.SecretList
+	if err := e.service.List(ctx, &secrets); err != nil || len(secrets.Items) != 1 {
+		t.Fatalf("want 1 state Secret, got %d (%v)", len(secrets.Items), err)
+	}
+	secret := &secrets.Items[0]
+	for k := range secret.Data {
+		secret.Data[k] = []byte("{broken")
+	}
+	if err := e.service.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	before := e.localCopy(t).GetResourceVersion()
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.localCopy(t).GetResourceVersion(); after != before {
+		t.Error("the full-update fallback wrote an unchanged local copy")
+	}
+	if got, err := e.syncer.State.Get(ctx, state.Primary{Remote: objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "foo"}, APIVersion: "kcp.example.com/v1", Kind: "Thing"}); err != nil || got == nil {
+		t.Errorf("state not repaired: %v, %v", got, err)
+	}
+}
