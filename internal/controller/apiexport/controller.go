@@ -39,6 +39,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -118,7 +119,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	toExport := handler.EnqueueRequestsFromMapFunc(func(context.Context, ctrlruntimeclient.Object) []reconcile.Request {
 		return []reconcile.Request{exportKey}
 	})
-	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return opts.Selector.Matches(labels.Set(o.GetLabels())) })
+	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return selection.Matches(opts.Selector, o) })
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		// One worker, as in the reference: there is one APIExport.
@@ -130,15 +131,14 @@ func Add(mgr manager.Manager, opts Options) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	var list syncagentv1alpha1.PublishedResourceList
-	if err := r.client.List(ctx, &list, ctrlruntimeclient.MatchingLabelsSelector{Selector: r.Selector}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("failed to list PublishedResources: %w", err)
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	prs := slices.DeleteFunc(list.Items, func(pr syncagentv1alpha1.PublishedResource) bool { return pr.DeletionTimestamp != nil })
 	metrics.PublishedResources.Set(float64(len(prs)))
 
 	exp := &kcpapisv1alpha2.APIExport{}
-	err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp)
+	err = r.kcpCache.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp)
 	if apierrors.IsNotFound(err) {
 		// The agent never creates the APIExport; its creation is an event.
 		return reconcile.Result{}, r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {

@@ -23,6 +23,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -75,7 +76,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		log:      log,
 	}
 
-	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return opts.Selector.Matches(labels.Set(o.GetLabels())) })
+	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return selection.Matches(opts.Selector, o) })
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Workers}).
@@ -95,17 +96,9 @@ func (r *Reconciler) crdToPublishedResources(ctx context.Context, obj ctrlruntim
 		return nil
 	}
 	r.Resolver.Invalidate()
-
-	var prs syncagentv1alpha1.PublishedResourceList
-	if err := r.client.List(ctx, &prs, ctrlruntimeclient.MatchingLabelsSelector{Selector: r.Selector}); err != nil {
-		r.log.Error(err, "Failed to list PublishedResources for a CRD event", "crd", crd.Name)
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, pr := range prs.Items {
-		if pr.Spec.Resource.APIGroup == crd.Spec.Group && pr.Spec.Resource.Kind == crd.Spec.Names.Kind {
-			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlruntimeclient.ObjectKeyFromObject(&pr)})
-		}
+	reqs, err := selection.ForCRD(ctx, r.client, r.Selector, crd)
+	if err != nil {
+		r.log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
 	}
 	return reqs
 }
@@ -121,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	// Deleting a PublishedResource deletes nothing in kcp: schemas stay so
 	// that consumers' data is not lost by accident.
-	if pr.DeletionTimestamp != nil || !r.Selector.Matches(labels.Set(pr.Labels)) {
+	if pr.DeletionTimestamp != nil || !selection.Matches(r.Selector, pr) {
 		return reconcile.Result{}, nil
 	}
 

@@ -21,12 +21,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/validation"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -106,13 +106,13 @@ func failure(err error) metav1.Condition {
 // sharedSource lists the other selected PublishedResources with the same
 // source group/kind, sorted.
 func (r *Reconciler) sharedSource(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) []string {
-	var prs syncagentv1alpha1.PublishedResourceList
-	if err := r.client.List(ctx, &prs, ctrlruntimeclient.MatchingLabelsSelector{Selector: r.Selector}); err != nil {
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
 		return nil
 	}
 	var names []string
-	for _, other := range prs.Items {
-		if other.Name != pr.Name && other.DeletionTimestamp == nil && projection.SourceGK(&other) == projection.SourceGK(pr) {
+	for _, other := range prs {
+		if other.Name != pr.Name && projection.SourceGK(&other) == projection.SourceGK(pr) {
 			names = append(names, other.Name)
 		}
 	}
