@@ -11,16 +11,19 @@ import (
 
 	"github.com/go-logr/logr"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiexport"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
+	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
@@ -57,6 +60,21 @@ type Controller struct {
 var controllers = []Controller{
 	{Name: options.ControllerAPIResourceSchema, Setup: setupAPIResourceSchema},
 	{Name: options.ControllerAPIExport, Setup: setupAPIExport},
+	{Name: options.ControllerSync, Setup: setupSync},
+}
+
+func setupSync(mgr manager.Manager, deps *Deps) error {
+	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	return syncmanager.Add(mgr, syncmanager.Options{
+		AgentName: deps.Options.AgentName,
+		Namespace: deps.Options.Namespace,
+		Selector:  deps.Options.PublishedResourceSelector,
+		Target:    deps.Target,
+		Resolver:  resolver,
+	})
 }
 
 func setupAPIExport(mgr manager.Manager, deps *Deps) error {
@@ -150,8 +168,13 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		LeaderElectionNamespace:       o.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress:        "0", // served by our own health server
-		PprofBindAddress:              o.PprofAddress,
+		Cache: cache.Options{ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
+			// The agent reads Secrets (its sync state) only in its own
+			// namespace, and its RBAC allows no more.
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		}},
+		HealthProbeBindAddress: "0", // served by our own health server
+		PprofBindAddress:       o.PprofAddress,
 	})
 	if err != nil {
 		return fmt.Errorf("failed to create manager: %w", err)

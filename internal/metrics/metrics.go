@@ -18,3 +18,13 @@ var PublishedResources = prometheus.NewGauge(prometheus.GaugeOpts{
 func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
 	ctrlmetrics.Registry.MustRegister(PublishedResources)
 }
+
+// SyncControllers is the number of running per-PublishedResource sync controllers.
+var SyncControllers = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "sync_agent_sync_controllers",
+	Help: "Number of running sync controllers (one per synchronized PublishedResource).",
+})
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(SyncControllers)
+}

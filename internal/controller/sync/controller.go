@@ -1,0 +1,259 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/kcp/sdk/apis/core"
+	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// ControllerName is shared by all per-PublishedResource sync controllers
+// (the controller label of controller-runtime's metrics).
+const ControllerName = "syncagent-sync"
+
+// requeueAfterWrite re-checks an object shortly after a write, and polls
+// while a local copy is being deleted by its own finalizers. Watch events
+// usually arrive first; this is the safety net.
+const requeueAfterWrite = 2 * time.Second
+
+// Conflicts counts refused adoptions per PublishedResource.
+var Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sync_agent_object_conflicts_total",
+	Help: "Local objects that a kcp object would have taken over but that belong to someone else.",
+}, []string{"published_resource"})
+
+func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
+	ctrlmetrics.Registry.MustRegister(Conflicts)
+}
+
+// Options describe one sync controller.
+type Options struct {
+	// PublishedResource is a private copy; the controller never modifies it.
+	PublishedResource *syncagentv1alpha1.PublishedResource
+	AgentName         string
+	// Namespace holds the state Secrets.
+	Namespace string
+
+	LocalGVK, RemoteGVK schema.GroupVersionKind
+	LocalNamespaced     bool
+	StatusSubresource   bool
+
+	// Service is the service cluster client (cached reads); LocalCache the
+	// cache to watch local copies in.
+	Service    ctrlruntimeclient.Client
+	LocalCache cache.Cache
+	Workers    int
+}
+
+// New creates an unstarted sync controller. The caller engages clusters and
+// starts it.
+func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
+	pr := opts.PublishedResource
+	namer, err := naming.NewNamer(pr.Spec.Naming)
+	if err != nil {
+		return nil, err
+	}
+	var resourceFilter, namespaceFilter labels.Selector
+	if f := pr.Spec.Filter; f != nil {
+		if f.Resource != nil {
+			if resourceFilter, err = metav1.LabelSelectorAsSelector(f.Resource); err != nil {
+				return nil, fmt.Errorf("invalid spec.filter.resource: %w", err)
+			}
+		}
+		if f.Namespace != nil {
+			if namespaceFilter, err = metav1.LabelSelectorAsSelector(f.Namespace); err != nil {
+				return nil, fmt.Errorf("invalid spec.filter.namespace: %w", err)
+			}
+		}
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+
+	r := &reconciler{
+		mgr:             mgr,
+		pr:              pr,
+		remoteGVK:       opts.RemoteGVK,
+		resourceFilter:  resourceFilter,
+		namespaceFilter: namespaceFilter,
+		log:             mgr.GetLogger().WithName(ControllerName).WithValues("publishedresource", pr.Name),
+		syncer: &syncer.Syncer{
+			AgentName:         opts.AgentName,
+			LocalGVK:          opts.LocalGVK,
+			LocalNamespaced:   opts.LocalNamespaced,
+			StatusSubresource: opts.StatusSubresource,
+			Namer:             namer,
+			Service:           opts.Service,
+			State:             &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName},
+		},
+	}
+
+	ctrl, err := mccontroller.NewUnmanaged(ControllerName, mgr, controller.TypedOptions[mcreconcile.Request]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: opts.Workers,
+		// Every PublishedResource has its own controller with the shared name.
+		SkipNameValidation: ptr(true),
+		LogConstructor: func(req *mcreconcile.Request) logr.Logger {
+			l := r.log
+			if req != nil {
+				l = l.WithValues("cluster", req.ClusterName, "request", req.NamespacedName)
+			}
+			return l
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if err := ctrl.MultiClusterWatch(mcsource.Kind(typed(opts.RemoteGVK), mchandler.TypedEnqueueRequestForObject[*unstructured.Unstructured]())); err != nil {
+		return nil, fmt.Errorf("failed to watch kcp objects: %w", err)
+	}
+	ours := predicate.NewTypedPredicateFuncs(func(o *unstructured.Unstructured) bool { return !objmeta.OwnedByOtherAgent(o, opts.AgentName) })
+	if err := ctrl.Watch(source.TypedKind[*unstructured.Unstructured, mcreconcile.Request](opts.LocalCache, typed(opts.LocalGVK),
+		handler.TypedEnqueueRequestsFromMapFunc(localToRemote), ours)); err != nil {
+		return nil, fmt.Errorf("failed to watch local copies: %w", err)
+	}
+	return ctrl, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func typed(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// localToRemote maps a local copy to its kcp object.
+func localToRemote(_ context.Context, obj *unstructured.Unstructured) []mcreconcile.Request {
+	r, ok := objmeta.FromLocal(obj)
+	if !ok {
+		return nil
+	}
+	return []mcreconcile.Request{{ClusterName: r.Cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}}
+}
+
+type reconciler struct {
+	mgr             mcmanager.Manager
+	pr              *syncagentv1alpha1.PublishedResource
+	remoteGVK       schema.GroupVersionKind
+	resourceFilter  labels.Selector
+	namespaceFilter labels.Selector
+	syncer          *syncer.Syncer
+	log             logr.Logger
+}
+
+func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	cl, err := r.mgr.GetCluster(ctx, req.ClusterName)
+	if err != nil {
+		// The workspace is gone (unbound); nothing to do.
+		return reconcile.Result{}, nil //nolint:nilerr // see comment.
+	}
+	obj := typed(r.remoteGVK)
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, obj); err != nil {
+		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+
+	// Objects that do not match the filters are not synced, but the
+	// deletion of an object we synced earlier is always processed.
+	if obj.GetDeletionTimestamp() == nil {
+		matches, err := r.matches(ctx, cl, obj)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !matches {
+			return reconcile.Result{}, nil
+		}
+	}
+
+	recorder := cl.GetEventRecorderFor(ControllerName)
+	ws := syncer.Workspace{Client: cl.GetClient(), Cluster: req.ClusterName}
+	if r.pr.Spec.EnableWorkspacePaths {
+		if ws.Path, err = workspacePath(ctx, cl); err != nil {
+			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
+			return reconcile.Result{}, err
+		}
+	}
+
+	s := *r.syncer
+	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
+		recorder.Event(o, eventType, reason, message)
+	}
+	res, err := s.Process(ctx, ws, obj)
+	if err != nil {
+		if errors.Is(err, syncer.ErrConflict) {
+			Conflicts.WithLabelValues(r.pr.Name).Inc()
+		} else {
+			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The object could not be synchronized; the service provider has been notified.")
+		}
+		return reconcile.Result{}, err
+	}
+	if res.Requeue {
+		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// matches applies spec.filter; the namespace filter is skipped for
+// cluster-scoped kcp objects.
+func (r *reconciler) matches(ctx context.Context, cl cluster.Cluster, obj *unstructured.Unstructured) (bool, error) {
+	if r.resourceFilter != nil && !r.resourceFilter.Matches(labels.Set(obj.GetLabels())) {
+		return false, nil
+	}
+	if r.namespaceFilter != nil && obj.GetNamespace() != "" {
+		ns := &corev1.Namespace{}
+		if err := cl.GetClient().Get(ctx, types.NamespacedName{Name: obj.GetNamespace()}, ns); err != nil {
+			return false, fmt.Errorf("failed to get namespace %s (needs the namespaces permission claim): %w", obj.GetNamespace(), err)
+		}
+		if !r.namespaceFilter.Matches(labels.Set(ns.Labels)) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// workspacePath reads the workspace path from the workspace's LogicalCluster
+// (needs the core.kcp.io logicalclusters claim).
+func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
+	lc := &kcpcorev1alpha1.LogicalCluster{}
+	if err := cl.GetClient().Get(ctx, types.NamespacedName{Name: kcpcorev1alpha1.LogicalClusterName}, lc); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return "", fmt.Errorf("failed to read the LogicalCluster (is the logicalclusters claim accepted?): %w", err)
+		}
+		return "", fmt.Errorf("failed to read the LogicalCluster: %w", err)
+	}
+	return lc.Annotations[core.LogicalClusterPathAnnotationKey], nil
+}

@@ -1,0 +1,327 @@
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// ControllerName is the controller's name in logs, metrics and as field manager.
+const ControllerName = "syncagent-syncmanager"
+
+// notServedRetry is how long to wait before checking again whether the
+// virtual workspace serves a new type (kcp needs a moment after the export
+// changed). Failures of other kinds back off exponentially instead.
+const notServedRetry = 2 * time.Second
+
+// Options configure the syncmanager.
+type Options struct {
+	AgentName string
+	// Namespace holds the sync state.
+	Namespace string
+	Selector  labels.Selector
+	Target    *kcp.Target
+	Resolver  *agentdiscovery.Resolver
+}
+
+// controllerKey holds everything whose change restarts a sync controller.
+type controllerKey struct {
+	uid               types.UID
+	generation        int64
+	schemaName        string
+	localGVK          schema.GroupVersionKind
+	localNamespaced   bool
+	statusSubresource bool
+}
+
+type reconciler struct {
+	Options
+	client   ctrlruntimeclient.Client
+	kcpCache ctrlruntimeclient.Reader
+	fleet    *fleet
+	mcMgr    mcmanager.Manager
+	status   *conditions.Writer
+	log      logr.Logger
+
+	servedMu sync.Mutex
+	served   map[string]bool // endpoint|group/version|plural|schema already confirmed
+}
+
+// Add sets up the syncmanager.
+func Add(mgr manager.Manager, opts Options) error {
+	if opts.AgentName == "" || opts.Namespace == "" || opts.Selector == nil || opts.Target == nil || opts.Resolver == nil {
+		return errors.New("syncmanager: AgentName, Namespace, Selector, Target and Resolver are required")
+	}
+	log := mgr.GetLogger().WithName(ControllerName)
+
+	kcpCache, err := cache.New(opts.Target.Config, cache.Options{
+		Scheme: kcp.NewScheme(),
+		ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
+			&kcpapisv1alpha1.APIExportEndpointSlice{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Target.EndpointSliceName)},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the endpoint slice cache: %w", err)
+	}
+	if err := mgr.Add(kcpCache); err != nil {
+		return err
+	}
+
+	f := newFleet(log, kcp.NewScheme(), opts.Target.Config)
+	mcMgr, err := mcmanager.WithMultiCluster(mgr, f)
+	if err != nil {
+		return err
+	}
+	f.mcMgr = mcMgr
+	if err := mcMgr.Add(f); err != nil {
+		return err
+	}
+
+	r := &reconciler{
+		Options:  opts,
+		client:   mgr.GetClient(),
+		kcpCache: kcpCache,
+		fleet:    f,
+		mcMgr:    mcMgr,
+		status:   &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
+		log:      log,
+		served:   map[string]bool{},
+	}
+
+	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
+		prs, err := selection.List(ctx, r.client, opts.Selector)
+		if err != nil {
+			log.Error(err, "Failed to list PublishedResources")
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(prs))
+		for _, pr := range prs {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: pr.Name}})
+		}
+		return reqs
+	})
+	crdToPRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			return nil
+		}
+		opts.Resolver.Invalidate()
+		reqs, err := selection.ForCRD(ctx, r.client, opts.Selector, crd)
+		if err != nil {
+			log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
+		}
+		return reqs
+	})
+
+	return builder.ControllerManagedBy(mgr).
+		Named(ControllerName).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		// Every PublishedResource event is reconciled (deselection must stop
+		// controllers); unchanged keys make it a no-op.
+		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged()))).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdToPRs).
+		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
+		Complete(r)
+}
+
+// statusSchemaChanged passes updates that change status.resourceSchemaName.
+func statusSchemaChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*syncagentv1alpha1.PublishedResource)
+		n, ok2 := e.ObjectNew.(*syncagentv1alpha1.PublishedResource)
+		return ok1 && ok2 && o.Status.ResourceSchemaName != n.Status.ResourceSchemaName
+	}}
+}
+
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if err := r.fleet.waitStarted(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
+	urls, err := r.endpoints(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.fleet.SetEndpoints(urls); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	pr := &syncagentv1alpha1.PublishedResource{}
+	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.fleet.Stop(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if pr.DeletionTimestamp != nil || !selection.Matches(r.Selector, pr) {
+		r.fleet.Stop(pr.Name)
+		return reconcile.Result{}, nil
+	}
+
+	cond, result, err := r.reconcile(ctx, pr, urls)
+	if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+		conditions.Apply(st, cond, pr.Generation)
+	}); werr != nil {
+		return reconcile.Result{}, errors.Join(err, werr)
+	}
+	return result, err
+}
+
+func syncReady(status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
+	return conditions.New(syncagentv1alpha1.ConditionSyncReady, status, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (metav1.Condition, reconcile.Result, error) {
+	if s := pr.Spec.Synchronization; s != nil && !s.Enabled {
+		r.fleet.Stop(pr.Name)
+		return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled, "Synchronization is disabled; the schema is only published."), reconcile.Result{}, nil
+	}
+	if pr.Status.ResourceSchemaName == "" {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema, "The APIResourceSchema does not exist yet."), reconcile.Result{}, nil
+	}
+	src, err := r.Resolver.Resolve(ctx, projection.SourceGK(pr))
+	var projected *apiextensionsv1.CustomResourceDefinition
+	if err == nil {
+		projected, err = projection.Project(src, pr)
+	}
+	if err != nil {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema, "The source type cannot be resolved: %v", err), reconcile.Result{}, err
+	}
+	if len(urls) == 0 {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{RequeueAfter: notServedRetry}, nil
+	}
+
+	remoteGVK := projection.GVK(projected)
+	for _, u := range urls {
+		served, err := r.isServed(u, remoteGVK.GroupVersion(), projected.Spec.Names.Plural, pr.Status.ResourceSchemaName)
+		if err != nil {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "Endpoint %s cannot be reached: %v", u, err), reconcile.Result{}, err
+		}
+		if !served {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", u, remoteGVK), reconcile.Result{RequeueAfter: notServedRetry}, nil
+		}
+	}
+
+	localGVK := projection.GVK(src)
+	key := controllerKey{
+		uid: pr.UID, generation: pr.Generation, schemaName: pr.Status.ResourceSchemaName,
+		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		statusSubresource: hasStatusSubresource(src, localGVK.Version),
+	}
+	prCopy := pr.DeepCopy()
+	err = r.fleet.Ensure(pr.Name, key, func() (mccontroller.Controller, error) {
+		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
+		return syncctrl.New(r.mcMgr, syncctrl.Options{
+			PublishedResource: prCopy,
+			AgentName:         r.AgentName,
+			Namespace:         r.Namespace,
+			LocalGVK:          localGVK,
+			RemoteGVK:         remoteGVK,
+			LocalNamespaced:   key.localNamespaced,
+			StatusSubresource: key.statusSubresource,
+			Service:           r.mcMgr.GetLocalManager().GetClient(),
+			LocalCache:        r.mcMgr.GetLocalManager().GetCache(),
+		})
+	})
+	if err != nil {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", err), reconcile.Result{}, err
+	}
+	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), reconcile.Result{}, nil
+}
+
+func hasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}
+	}
+	return false
+}
+
+// endpoints returns the sorted virtual workspace URLs of the endpoint slice.
+func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	if err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.EndpointSliceName}, slice); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", r.Target.EndpointSliceName, err)
+	}
+	var urls []string
+	for _, e := range slice.Status.APIExportEndpoints {
+		urls = append(urls, e.URL)
+	}
+	slices.Sort(urls)
+	return urls, nil
+}
+
+// isServed asks an endpoint's wildcard discovery whether it serves the
+// resource. Positive answers are remembered per schema.
+func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural, schemaName string) (bool, error) {
+	cacheKey := url + "|" + gv.String() + "|" + plural + "|" + schemaName
+	r.servedMu.Lock()
+	known := r.served[cacheKey]
+	r.servedMu.Unlock()
+	if known {
+		return true, nil
+	}
+
+	cfg := rest.CopyConfig(r.Target.Config)
+	cfg.Host = url + "/clusters/*"
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, res := range list.APIResources {
+		if res.Name == plural {
+			r.servedMu.Lock()
+			r.served[cacheKey] = true
+			r.servedMu.Unlock()
+			return true, nil
+		}
+	}
+	return false, nil
+}

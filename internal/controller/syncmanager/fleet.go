@@ -1,0 +1,259 @@
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/multicluster-provider/apiexport"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+)
+
+// fleet keeps the connections to the virtual workspace endpoints (one kcp
+// apiexport provider per endpoint, i.e. per shard), the consumer workspaces
+// they engage, and the running sync controllers.
+//
+// It is the multicluster provider of the agent's multicluster manager
+// (lookups go to whichever endpoint knows the workspace) and a
+// cluster-aware runnable: every workspace an endpoint engages is recorded
+// and engaged into every running sync controller, and a newly started
+// controller is engaged with every recorded workspace before it starts. So
+// no workspace is missed, whatever the order in which workspaces appear and
+// controllers start (the reference lost workspaces this way after restarts).
+type fleet struct {
+	log    logr.Logger
+	scheme *runtime.Scheme
+	// base is the kcp config whose credentials reach the endpoints.
+	base  *rest.Config
+	mcMgr mcmanager.Manager
+
+	started chan struct{}
+	ctx     context.Context //nolint:containedctx // the run context of the leader, set once by Start.
+
+	provMu    sync.RWMutex
+	providers map[string]*endpoint
+
+	mu          sync.Mutex
+	clusters    map[string]engaged
+	controllers map[string]*running
+}
+
+type endpoint struct {
+	provider *apiexport.Provider
+	cancel   context.CancelFunc
+}
+
+type engaged struct {
+	ctx     context.Context //nolint:containedctx // ends when the workspace is disengaged.
+	cluster cluster.Cluster
+}
+
+type running struct {
+	key    controllerKey
+	ctrl   mccontroller.Controller
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	_ multicluster.Provider = &fleet{}
+	_ mcmanager.Runnable    = &fleet{}
+)
+
+func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config) *fleet {
+	return &fleet{
+		log:         log,
+		scheme:      scheme,
+		base:        base,
+		started:     make(chan struct{}),
+		providers:   map[string]*endpoint{},
+		clusters:    map[string]engaged{},
+		controllers: map[string]*running{},
+	}
+}
+
+// Start records the leader's run context and blocks until it ends.
+func (f *fleet) Start(ctx context.Context) error {
+	f.ctx = ctx
+	close(f.started)
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection: only the leader connects to kcp and syncs.
+func (f *fleet) NeedLeaderElection() bool { return true }
+
+// waitStarted blocks until Start ran (or ctx ends).
+func (f *fleet) waitStarted(ctx context.Context) error {
+	select {
+	case <-f.started:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Get implements multicluster.Provider.
+func (f *fleet) Get(ctx context.Context, name string) (cluster.Cluster, error) {
+	f.provMu.RLock()
+	defer f.provMu.RUnlock()
+	for _, ep := range f.providers {
+		if cl, err := ep.provider.Get(ctx, name); err == nil {
+			return cl, nil
+		}
+	}
+	return nil, multicluster.ErrClusterNotFound
+}
+
+// IndexField implements multicluster.Provider.
+func (f *fleet) IndexField(ctx context.Context, obj ctrlruntimeclient.Object, field string, extract ctrlruntimeclient.IndexerFunc) error {
+	f.provMu.RLock()
+	defer f.provMu.RUnlock()
+	var errs []error
+	for _, ep := range f.providers {
+		errs = append(errs, ep.provider.IndexField(ctx, obj, field, extract))
+	}
+	return errors.Join(errs...)
+}
+
+// SetEndpoints connects to new endpoint URLs and disconnects from removed
+// ones (their workspaces are disengaged with them).
+func (f *fleet) SetEndpoints(urls []string) error {
+	f.provMu.Lock()
+	defer f.provMu.Unlock()
+
+	want := map[string]bool{}
+	for _, u := range urls {
+		want[u] = true
+	}
+	for u, ep := range f.providers {
+		if !want[u] {
+			f.log.Info("Disconnecting from virtual workspace endpoint", "url", u)
+			ep.cancel()
+			delete(f.providers, u)
+		}
+	}
+	for _, u := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := f.providers[u]; ok {
+			continue
+		}
+		cfg := rest.CopyConfig(f.base)
+		cfg.Host = u
+		p, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
+		if err != nil {
+			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
+		}
+		ctx, cancel := context.WithCancel(f.ctx)
+		f.providers[u] = &endpoint{provider: p, cancel: cancel}
+		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
+		go func() {
+			if err := p.Run(ctx, f.mcMgr); err != nil && ctx.Err() == nil {
+				f.log.Error(err, "Virtual workspace endpoint failed", "url", u)
+			}
+		}()
+	}
+	return nil
+}
+
+// Engage implements multicluster.Aware: record the workspace and engage it
+// into every running controller.
+func (f *fleet) Engage(ctx context.Context, name string, cl cluster.Cluster) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clusters[name] = engaged{ctx: ctx, cluster: cl}
+	for prName, r := range f.controllers {
+		if err := r.ctrl.Engage(ctx, name, cl); err != nil {
+			f.log.Error(err, "Failed to engage workspace", "cluster", name, "publishedresource", prName)
+		}
+	}
+	go func() {
+		<-ctx.Done()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.clusters[name].cluster == cl {
+			delete(f.clusters, name)
+		}
+	}()
+	return nil
+}
+
+// Ensure runs exactly one controller for the PublishedResource: it keeps a
+// running controller with the same key, otherwise stops the old one (and
+// waits for it) before it builds, engages and starts the new one.
+func (f *fleet) Ensure(prName string, key controllerKey, build func() (mccontroller.Controller, error)) error {
+	f.mu.Lock()
+	old := f.controllers[prName]
+	if old != nil && old.key == key {
+		f.mu.Unlock()
+		return nil
+	}
+	delete(f.controllers, prName)
+	f.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+
+	ctrl, err := build()
+	if err != nil {
+		metrics.SyncControllers.Set(float64(f.count()))
+		return err
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	r := &running{key: key, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
+
+	f.mu.Lock()
+	for name, e := range f.clusters {
+		if err := ctrl.Engage(e.ctx, name, e.cluster); err != nil {
+			f.log.Error(err, "Failed to engage workspace", "cluster", name, "publishedresource", prName)
+		}
+	}
+	f.controllers[prName] = r
+	n := len(f.controllers)
+	f.mu.Unlock()
+	metrics.SyncControllers.Set(float64(n))
+
+	go func() {
+		defer close(r.done)
+		if err := ctrl.Start(ctx); err != nil && ctx.Err() == nil {
+			f.log.Error(err, "Sync controller failed", "publishedresource", prName)
+		}
+	}()
+	return nil
+}
+
+// Stop stops the PublishedResource's controller, if any.
+func (f *fleet) Stop(prName string) {
+	f.mu.Lock()
+	old := f.controllers[prName]
+	delete(f.controllers, prName)
+	n := len(f.controllers)
+	f.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	metrics.SyncControllers.Set(float64(n))
+}
+
+func (f *fleet) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.controllers)
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}

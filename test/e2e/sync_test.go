@@ -1,0 +1,136 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// syncTimeout bounds how long one sync step may take.
+const syncTimeout = time.Minute
+
+var (
+	kcpThing   = schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	localThing = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+)
+
+func newObject(gvk schema.GroupVersionKind, namespace, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// localCopies lists the local copies of objects from one workspace.
+func localCopies(ctx context.Context, c ctrlruntimeclient.Client, cluster string) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localThing.GroupVersion().WithKind("ThingList"))
+	err := c.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": cluster})
+	return list.Items, err
+}
+
+// syncFixture publishes Things and binds one consumer workspace.
+func syncFixture(t *testing.T) (*framework.Fixture, *framework.Workspace) {
+	t.Helper()
+	f := framework.NewFixture(t, testKcp)
+	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+	framework.Must(t, f.Service.Client.Create(t.Context(), publishedResource("things", "example.com", "Thing", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	})), "create PublishedResource")
+	framework.StartAgent(t, f.AgentArgs()...)
+	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady", exportReady)
+
+	exp, err := getExport(t.Context(), f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims)
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	return f, consumer
+}
+
+// TestSyncRoundTrip: an object created in kcp appears in the service
+// cluster, its status flows back, and deleting it in kcp removes the local
+// copy before the finalizer is released.
+func TestSyncRoundTrip(t *testing.T) {
+	t.Parallel()
+	f, consumer := syncFixture(t)
+	ctx := t.Context()
+
+	thing := newObject(kcpThing, "default", "my-thing", map[string]any{"color": "blue"})
+	framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing in kcp")
+
+	var local unstructured.Unstructured
+	framework.WaitFor(t, syncTimeout, "the local copy", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
+		if err != nil || len(items) != 1 {
+			return false, err
+		}
+		local = items[0]
+		return true, nil
+	})
+	if local.GetNamespace() != consumer.ClusterName {
+		t.Errorf("local copy in namespace %q, want the cluster name %q", local.GetNamespace(), consumer.ClusterName)
+	}
+	if color, _, _ := unstructured.NestedString(local.Object, "spec", "color"); color != "blue" {
+		t.Errorf("local spec.color = %q, want blue", color)
+	}
+	framework.Must(t, consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing), "get Thing")
+	if !controllerutilContains(thing.GetFinalizers(), "syncagent.kcp.io/cleanup") {
+		t.Errorf("kcp object lacks the cleanup finalizer: %v", thing.GetFinalizers())
+	}
+
+	// Status set on the service side appears in kcp.
+	framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set status")
+	framework.Must(t, f.Service.Client.Status().Update(ctx, &local), "update local status")
+	framework.WaitFor(t, syncTimeout, "the status in kcp", func(ctx context.Context) (bool, error) {
+		if err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing); err != nil {
+			return false, err
+		}
+		phase, _, _ := unstructured.NestedString(thing.Object, "status", "phase")
+		return phase == "Ready", nil
+	})
+
+	// A spec change in kcp reaches the copy.
+	framework.Must(t, unstructured.SetNestedField(thing.Object, "red", "spec", "color"), "set color")
+	framework.Must(t, consumer.Client.Update(ctx, thing), "update Thing")
+	framework.WaitFor(t, syncTimeout, "the spec change locally", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
+		if err != nil || len(items) != 1 {
+			return false, err
+		}
+		color, _, _ := unstructured.NestedString(items[0].Object, "spec", "color")
+		return color == "red", nil
+	})
+
+	// Deleting in kcp removes the copy, then the object.
+	framework.Must(t, consumer.Client.Delete(ctx, thing), "delete Thing")
+	framework.WaitFor(t, syncTimeout, "the kcp object and its copy to be gone", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
+		if err != nil || len(items) != 0 {
+			return false, err
+		}
+		err = consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing)
+		return ctrlruntimeclient.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+}
+
+func controllerutilContains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
