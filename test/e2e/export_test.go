@@ -92,8 +92,8 @@ func TestExportMerge(t *testing.T) {
 	if exp.Annotations["syncagent.kcp.io/agent-name"] != f.Export.Name+"-syncagent" {
 		t.Errorf("export lacks the agent-name annotation: %v", exp.Annotations)
 	}
-	if c := findCondition(pr, syncagentv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-		t.Errorf("Ready = %+v, want True", c)
+	if c := findCondition(pr, syncagentv1alpha1.ConditionReady); c == nil || c.Reason != syncagentv1alpha1.ReasonNoEndpoints {
+		t.Errorf("Ready = %+v, want NoEndpoints while no workspace binds the export", c)
 	}
 
 	// A consumer binds the export and lists the type with kubectl.
@@ -108,6 +108,8 @@ func TestExportMerge(t *testing.T) {
 		}
 		return strings.Contains(string(out), "No resources found"), nil
 	})
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "Ready once a workspace binds the export",
+		framework.HasCondition(syncagentv1alpha1.ConditionReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonReady))
 
 	// Related resources make the claims grow; a version selection change
 	// gives a new schema for the same group/resource, which replaces the old.
