@@ -63,7 +63,10 @@ func init() { //nolint:gochecknoinits // metrics must be registered once, before
 type Options struct {
 	// PublishedResource is a private copy; the controller never modifies it.
 	PublishedResource *syncagentv1alpha1.PublishedResource
-	AgentName         string
+	// DeletionOnly processes only the deletion of objects that carry our
+	// finalizer (synchronization disabled).
+	DeletionOnly bool
+	AgentName    string
 	// Namespace holds the state Secrets.
 	Namespace string
 
@@ -107,6 +110,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 		mgr:             mgr,
 		pr:              pr,
 		remoteGVK:       opts.RemoteGVK,
+		deletionOnly:    opts.DeletionOnly,
 		resourceFilter:  resourceFilter,
 		namespaceFilter: namespaceFilter,
 		log:             mgr.GetLogger().WithName(ControllerName).WithValues("publishedresource", pr.Name),
@@ -170,6 +174,7 @@ type reconciler struct {
 	mgr             mcmanager.Manager
 	pr              *syncagentv1alpha1.PublishedResource
 	remoteGVK       schema.GroupVersionKind
+	deletionOnly    bool
 	resourceFilter  labels.Selector
 	namespaceFilter labels.Selector
 	syncer          *syncer.Syncer
@@ -190,6 +195,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	// Objects that do not match the filters are not synced, but the
 	// deletion of an object we synced earlier is always processed.
 	if obj.GetDeletionTimestamp() == nil {
+		if r.deletionOnly {
+			return reconcile.Result{}, nil
+		}
 		matches, err := r.matches(ctx, cl, obj)
 		if err != nil {
 			return reconcile.Result{}, err

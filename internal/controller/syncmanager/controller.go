@@ -45,6 +45,10 @@ import (
 // ControllerName is the controller's name in logs, metrics and as field manager.
 const ControllerName = "syncagent-syncmanager"
 
+// ReasonObjectReleased is the Event reason on kcp objects whose finalizer is
+// released because their PublishedResource was deleted.
+const ReasonObjectReleased = "ObjectReleased"
+
 // notServedRetry is how long to wait before checking again whether the
 // virtual workspace serves a new type (kcp needs a moment after the export
 // changed). Failures of other kinds back off exponentially instead.
@@ -62,6 +66,10 @@ type Options struct {
 
 // controllerKey holds everything whose change restarts a sync controller.
 type controllerKey struct {
+	// deletionOnly: synchronization is disabled, but objects that carry our
+	// finalizer still have their deletion processed (contract §7 #13).
+	deletionOnly      bool
+	remoteGVK         schema.GroupVersionKind
 	uid               types.UID
 	generation        int64
 	schemaName        string
@@ -184,12 +192,18 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.fleet.Stop(req.Name)
+			// Deleted: stop syncing and release our finalizers, or the
+			// consumers' deletions would hang forever (contract §7 #14).
+			r.fleet.Release(ctx, req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
-	if pr.DeletionTimestamp != nil || !selection.Matches(r.Selector, pr) {
+	if pr.DeletionTimestamp != nil {
+		r.fleet.Release(ctx, pr.Name)
+		return reconcile.Result{}, nil
+	}
+	if !selection.Matches(r.Selector, pr) {
 		r.fleet.Stop(pr.Name)
 		return reconcile.Result{}, nil
 	}
@@ -208,9 +222,10 @@ func syncReady(status metav1.ConditionStatus, reason, format string, args ...any
 }
 
 func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (metav1.Condition, reconcile.Result, error) {
-	if s := pr.Spec.Synchronization; s != nil && !s.Enabled {
+	disabled := pr.Spec.Synchronization != nil && !pr.Spec.Synchronization.Enabled
+	if disabled && pr.Status.ResourceSchemaName == "" {
 		r.fleet.Stop(pr.Name)
-		return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled, "Synchronization is disabled; the schema is only published."), reconcile.Result{}, nil
+		return syncDisabled(), reconcile.Result{}, nil
 	}
 	if pr.Status.ResourceSchemaName == "" {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema, "The APIResourceSchema does not exist yet."), reconcile.Result{}, nil
@@ -222,6 +237,10 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	}
 	if err != nil {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonWaitingForSchema, "The source type cannot be resolved: %v", err), reconcile.Result{}, err
+	}
+	if disabled && len(urls) == 0 {
+		r.fleet.Stop(pr.Name)
+		return syncDisabled(), reconcile.Result{}, nil
 	}
 	if len(urls) == 0 {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{RequeueAfter: notServedRetry}, nil
@@ -240,6 +259,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 
 	localGVK := projection.GVK(src)
 	key := controllerKey{
+		deletionOnly: disabled, remoteGVK: remoteGVK,
 		uid: pr.UID, generation: pr.Generation, schemaName: pr.Status.ResourceSchemaName,
 		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		statusSubresource: hasStatusSubresource(src, localGVK.Version),
@@ -249,6 +269,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
 		return syncctrl.New(r.mcMgr, syncctrl.Options{
 			PublishedResource: prCopy,
+			DeletionOnly:      key.deletionOnly,
 			AgentName:         r.AgentName,
 			Namespace:         r.Namespace,
 			LocalGVK:          localGVK,
@@ -262,7 +283,15 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	if err != nil {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", err), reconcile.Result{}, err
 	}
+	if disabled {
+		return syncDisabled(), reconcile.Result{}, nil
+	}
 	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), reconcile.Result{}, nil
+}
+
+func syncDisabled() metav1.Condition {
+	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled,
+		"Synchronization is disabled: the schema is only published; deletions of objects synced earlier are still processed.")
 }
 
 func hasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {

@@ -11,14 +11,19 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 )
 
@@ -245,6 +250,50 @@ func (f *fleet) Stop(prName string) {
 		old.stop()
 	}
 	metrics.SyncControllers.Set(float64(n))
+}
+
+// Release stops the PublishedResource's controller and, best effort,
+// removes our finalizer from its objects in every engaged workspace, so
+// that consumers' deletions do not hang once the PublishedResource is gone.
+// Local copies are left alone.
+func (f *fleet) Release(ctx context.Context, prName string) {
+	f.mu.Lock()
+	old := f.controllers[prName]
+	clusters := maps.Clone(f.clusters)
+	f.mu.Unlock()
+	f.Stop(prName)
+	if old == nil {
+		return
+	}
+	for name, e := range clusters {
+		if err := releaseFinalizers(ctx, e.cluster, old.key.remoteGVK); err != nil {
+			f.log.Error(err, "Failed to release finalizers", "cluster", name, "publishedresource", prName)
+		}
+	}
+}
+
+func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := cl.GetClient().List(ctx, list); err != nil {
+		return err
+	}
+	recorder := cl.GetEventRecorderFor(ControllerName)
+	var errs []error
+	for i := range list.Items {
+		obj := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+			continue
+		}
+		patch := ctrlruntimeclient.MergeFrom(obj.DeepCopy())
+		controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+		if err := cl.GetClient().Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+			continue
+		}
+		recorder.Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
+	}
+	return errors.Join(errs...)
 }
 
 func (f *fleet) count() int {
