@@ -136,7 +136,7 @@ func TestExportMerge(t *testing.T) {
 		}
 	}
 	framework.WaitFor(t, time.Minute, "APIExport Events", func(ctx context.Context) (bool, error) {
-		reasons := kcpEventReasons(ctx, f.Org, f.Export.Name)
+		reasons := namespacedEventReasons(ctx, f.Org, "default", f.Export.Name)
 		return reasons["AddingResourceSchemas"] && reasons["RemovingResourceSchemas"] && reasons["AddingPermissionClaims"], nil
 	})
 
@@ -180,19 +180,3 @@ type cmdError struct {
 }
 
 func (e *cmdError) Error() string { return e.err.Error() + ": " + e.out }
-
-// kcpEventReasons returns the reasons of Events about a cluster-scoped
-// object in a kcp workspace.
-func kcpEventReasons(ctx context.Context, ws *framework.Workspace, name string) map[string]bool {
-	var events corev1.EventList
-	reasons := map[string]bool{}
-	if err := ws.Client.List(ctx, &events, ctrlruntimeclient.InNamespace("default")); err != nil {
-		return reasons
-	}
-	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name {
-			reasons[e.Reason] = true
-		}
-	}
-	return reasons
-}

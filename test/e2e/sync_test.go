@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,23 +42,51 @@ func localCopies(ctx context.Context, c ctrlruntimeclient.Client, cluster string
 	return list.Items, err
 }
 
-// syncFixture publishes Things and binds one consumer workspace.
-func syncFixture(t *testing.T) (*framework.Fixture, *framework.Workspace) {
+// syncSetup installs the CRDs and PublishedResources, starts the agent
+// (with extra flags), waits until every PublishedResource is exported, binds
+// n consumer workspaces and waits until every enabled PublishedResource syncs.
+func syncSetup(t *testing.T, crds []*apiextensionsv1.CustomResourceDefinition, prs []*syncagentv1alpha1.PublishedResource, n int, agentFlags ...string) (*framework.Fixture, []*framework.Workspace, *framework.Agent) {
 	t.Helper()
 	f := framework.NewFixture(t, testKcp)
-	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
-	framework.Must(t, f.Service.Client.Create(t.Context(), publishedResource("things", "example.com", "Thing", func(s *syncagentv1alpha1.PublishedResourceSpec) {
-		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
-	})), "create PublishedResource")
-	framework.StartAgent(t, f.AgentArgs()...)
-	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady", exportReady)
+	for _, crd := range crds {
+		f.Service.InstallCRD(t, crd)
+	}
+	for _, pr := range prs {
+		framework.Must(t, f.Service.Client.Create(t.Context(), pr), "create PublishedResource %s", pr.Name)
+	}
+	agent := framework.StartAgent(t, f.AgentArgs(agentFlags...)...)
+	for _, pr := range prs {
+		f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
+	}
 
 	exp, err := getExport(t.Context(), f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
-	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims)
-	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
-		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
-	return f, consumer
+	var consumers []*framework.Workspace
+	for range n {
+		consumers = append(consumers, f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims))
+	}
+	for _, pr := range prs {
+		if pr.Spec.Synchronization == nil || pr.Spec.Synchronization.Enabled {
+			f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, "SyncReady",
+				framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+		}
+	}
+	return f, consumers, agent
+}
+
+// thingsPR publishes example.com Things as kcp.example.com Things.
+func thingsPR(mutate ...func(*syncagentv1alpha1.PublishedResourceSpec)) *syncagentv1alpha1.PublishedResource {
+	return publishedResource("things", "example.com", "Thing", append([]func(*syncagentv1alpha1.PublishedResourceSpec){func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	}}, mutate...)...)
+}
+
+// syncFixture publishes Things and binds one consumer workspace.
+func syncFixture(t *testing.T) (*framework.Fixture, *framework.Workspace) {
+	t.Helper()
+	f, consumers, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	return f, consumers[0]
 }
 
 // TestSyncRoundTrip: an object created in kcp appears in the service
