@@ -25,6 +25,13 @@ var SyncControllers = prometheus.NewGauge(prometheus.GaugeOpts{
 	Help: "Number of running sync controllers (one per synchronized PublishedResource).",
 })
 
+// SyncControllerStarts counts sync controller starts per PublishedResource
+// (a restart after a PublishedResource change counts again).
+var SyncControllerStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sync_agent_sync_controller_starts_total",
+	Help: "Sync controller starts per PublishedResource.",
+}, []string{"published_resource"})
+
 func init() { //nolint:gochecknoinits // see above.
-	ctrlmetrics.Registry.MustRegister(SyncControllers)
+	ctrlmetrics.Registry.MustRegister(SyncControllers, SyncControllerStarts)
 }

@@ -229,6 +229,7 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (mccontrol
 	n := len(f.controllers)
 	f.mu.Unlock()
 	metrics.SyncControllers.Set(float64(n))
+	metrics.SyncControllerStarts.WithLabelValues(prName).Inc()
 
 	go func() {
 		defer close(r.done)

@@ -1,0 +1,176 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// metricValue sums the samples of a metric whose label set contains all of
+// the given label pairs.
+func metricValue(t *testing.T, agent *framework.Agent, name string, labels ...string) float64 {
+	t.Helper()
+	_, body, err := framework.Get(t.Context(), "http://"+agent.MetricsAddress+"/metrics")
+	framework.Must(t, err, "scrape metrics")
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? ([0-9.e+-]+)$`)
+	var sum float64
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(m[1], l)
+		}
+		if ok {
+			v, err := strconv.ParseFloat(m[2], 64)
+			framework.Must(t, err, "parse %q", m[2])
+			sum += v
+		}
+	}
+	return sum
+}
+
+// writes sums the agent's write requests (both sides).
+func writes(t *testing.T, agent *framework.Agent) float64 {
+	t.Helper()
+	var sum float64
+	for _, verb := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+		sum += metricValue(t, agent, "rest_client_requests_total", `method="`+verb+`"`)
+	}
+	return sum
+}
+
+// TestSyncRestartZeroWrites restarts the agent with everything in sync and
+// counts its write requests: there must be none.
+func TestSyncRestartZeroWrites(t *testing.T) {
+	t.Parallel()
+	const objects = 20
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	ctx := t.Context()
+	for i := range objects {
+		framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpThing, "default", fmt.Sprintf("thing-%d", i), map[string]any{"color": "blue"})), "create Thing")
+	}
+	framework.WaitFor(t, syncTimeout, "all local copies", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, f.Service.Client, ws[0].ClusterName)
+		return len(items) == objects, err
+	})
+	// Let the last requeues settle, then restart.
+	time.Sleep(5 * time.Second)
+	agent.Stop(30 * time.Second)
+
+	agent = framework.StartAgent(t, f.AgentArgs()...)
+	agent.WaitReady(t, agentReadyTimeout)
+	framework.WaitFor(t, syncTimeout, "every object to be reconciled after the restart", func(context.Context) (bool, error) {
+		return metricValue(t, agent, "controller_runtime_reconcile_total", `controller="syncagent-sync"`, `result="success"`) >= objects, nil
+	})
+	time.Sleep(5 * time.Second)
+	if w := writes(t, agent); w != 0 {
+		t.Errorf("the restarted agent made %v write requests with everything in sync, want 0; log: %s", w, agent.LogPath)
+	}
+}
+
+// TestSyncControllerLifecycle: one controller per PublishedResource; an
+// update restarts only that one; disabling stops syncing new objects but
+// still processes deletions; deleting a PublishedResource releases the
+// finalizers of its objects.
+func TestSyncControllerLifecycle(t *testing.T) {
+	t.Parallel()
+	kcpGadget := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}
+	localGadget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
+	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	})
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1"), framework.TestCRD("example.com", "Gadget", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR(), gadgets}, 1)
+	ctx := t.Context()
+	kcpc, svc := ws[0].Client, f.Service.Client
+
+	if n := metricValue(t, agent, "sync_agent_sync_controllers"); n != 2 {
+		t.Fatalf("running sync controllers = %v, want 2", n)
+	}
+	starts := func(pr string) int {
+		return int(metricValue(t, agent, "sync_agent_sync_controller_starts_total", `published_resource="`+pr+`"`))
+	}
+	if starts("things") != 1 || starts("gadgets") != 1 {
+		t.Fatalf("controller starts: things %d, gadgets %d, want 1 each", starts("things"), starts("gadgets"))
+	}
+
+	// Both sync; then updating gadgets restarts only its controller.
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpThing, "default", "t1", map[string]any{"color": "x"})), "create Thing")
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpGadget, "default", "g1", map[string]any{"color": "x"})), "create Gadget")
+	waitLocal(t, svc, localThing, ws[0].ClusterName, sha3short("default")+"-"+sha3short("t1"))
+	waitLocal(t, svc, localGadget, ws[0].ClusterName, sha3short("default")+"-"+sha3short("g1"))
+
+	updatePR(t, f, "gadgets", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}"}
+	})
+	framework.WaitFor(t, syncTimeout, "gadgets' controller to restart", func(context.Context) (bool, error) { return starts("gadgets") == 2, nil })
+	if starts("things") != 1 {
+		t.Errorf("updating gadgets restarted things' controller")
+	}
+	if n := metricValue(t, agent, "sync_agent_sync_controllers"); n != 2 {
+		t.Errorf("running sync controllers after a restart = %v, want 2 (no leak)", n)
+	}
+
+	// Disable gadgets: new objects are not synced, deletions still are.
+	updatePR(t, f, "gadgets", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Synchronization = &syncagentv1alpha1.SynchronizationSpec{Enabled: false}
+	})
+	f.Service.WaitForPublishedResource(t, "gadgets", syncTimeout, "SyncDisabled",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled))
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpGadget, "default", "g2", map[string]any{"color": "x"})), "create Gadget")
+	g1 := newObject(kcpGadget, "default", "g1", nil)
+	framework.Must(t, kcpc.Delete(ctx, g1), "delete Gadget g1")
+	framework.WaitFor(t, syncTimeout, "g1's deletion to be processed", func(ctx context.Context) (bool, error) {
+		err := kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "g1"}, g1)
+		return err != nil && ctrlruntimeclient.IgnoreNotFound(err) == nil, nil
+	})
+	g2 := newObject(kcpGadget, "default", "g2", nil)
+	framework.Must(t, kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "g2"}, g2), "get g2")
+	if len(g2.GetFinalizers()) != 0 {
+		t.Errorf("a disabled PublishedResource accepted a new object: finalizers %v", g2.GetFinalizers())
+	}
+
+	// Delete things: its objects' finalizers are released, local copies stay.
+	framework.Must(t, svc.Delete(ctx, thingsPR()), "delete PublishedResource things")
+	framework.WaitFor(t, syncTimeout, "t1's finalizer to be released", func(ctx context.Context) (bool, error) {
+		t1 := newObject(kcpThing, "default", "t1", nil)
+		if err := kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "t1"}, t1); err != nil {
+			return false, err
+		}
+		return len(t1.GetFinalizers()) == 0, nil
+	})
+	if !namespacedEventReasons(ctx, ws[0], "default", "t1")["ObjectReleased"] {
+		t.Errorf("no ObjectReleased event on t1")
+	}
+	items, err := localCopies(ctx, svc, ws[0].ClusterName)
+	framework.Must(t, err, "list local copies")
+	if len(items) != 1 {
+		t.Errorf("local copies of things = %d after deleting the PublishedResource, want 1 (kept)", len(items))
+	}
+	framework.WaitFor(t, syncTimeout, "one running controller", func(context.Context) (bool, error) {
+		return metricValue(t, agent, "sync_agent_sync_controllers") == 1, nil
+	})
+}
+
+func updatePR(t *testing.T, f *framework.Fixture, name string, mutate func(*syncagentv1alpha1.PublishedResourceSpec)) {
+	t.Helper()
+	pr := &syncagentv1alpha1.PublishedResource{}
+	framework.Must(t, f.Service.Client.Get(t.Context(), types.NamespacedName{Name: name}, pr), "get PublishedResource %s", name)
+	mutate(&pr.Spec)
+	framework.Must(t, f.Service.Client.Update(t.Context(), pr), "update PublishedResource %s", name)
+}
