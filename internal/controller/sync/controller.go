@@ -122,6 +122,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 			Namer:             namer,
 			Service:           opts.Service,
 			State:             &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName},
+			Warned:            syncer.NewWarnedSet(),
 		},
 	}
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -66,6 +67,37 @@ type Syncer struct {
 	Service ctrlruntimeclient.Client
 	State   *state.Store
 	Event   EventFunc
+	// Warned remembers StatusSubresourceMissing warnings (shared by copies
+	// of the Syncer); nil disables the warning.
+	Warned *WarnedSet
+}
+
+// WarnedSet remembers the object generations that already got a
+// StatusSubresourceMissing warning, so each generation gets one.
+type WarnedSet struct {
+	mu   sync.Mutex
+	seen map[types.UID]int64
+}
+
+// NewWarnedSet returns an empty set.
+func NewWarnedSet() *WarnedSet { return &WarnedSet{seen: map[types.UID]int64{}} }
+
+// first reports whether obj's generation has not been warned about yet and
+// records it.
+func (w *WarnedSet) first(obj *unstructured.Unstructured) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if g, ok := w.seen[obj.GetUID()]; ok && g == obj.GetGeneration() {
+		return false
+	}
+	w.seen[obj.GetUID()] = obj.GetGeneration()
+	return true
+}
+
+func (w *WarnedSet) forget(obj *unstructured.Unstructured) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.seen, obj.GetUID())
 }
 
 // Workspace is the consumer workspace of a kcp object.
@@ -332,12 +364,18 @@ func missing(have, want map[string]string) map[string]string {
 // syncStatus copies the local status up to kcp (contract §6.6), only for
 // types with a status subresource.
 func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured) (Result, error) {
-	if !s.StatusSubresource {
-		return Result{}, nil
-	}
 	// A missing status and a null one are the same.
 	localStatus := local.Object["status"]
 	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
+		return Result{}, nil
+	}
+	if !s.StatusSubresource {
+		// Without a status subresource the status cannot be written
+		// separately (contract §6.6): warn once per generation, never loop.
+		if s.Warned != nil && s.Warned.first(obj) {
+			s.Event(obj, corev1.EventTypeWarning, ReasonStatusSubresMissing,
+				"The service reports a status, but this API has no status subresource, so it is not shown here.")
+		}
 		return Result{}, nil
 	}
 	updated := obj.DeepCopy()
@@ -377,6 +415,9 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 
 	if err := s.State.Delete(ctx, p); err != nil {
 		return Result{}, err
+	}
+	if s.Warned != nil {
+		s.Warned.forget(obj)
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)

@@ -349,3 +349,34 @@ func TestSyncer_brokenStateFallsBackWithoutSpuriousWrites(t *testing.T) {
 		t.Errorf("state not repaired: %v, %v", got, err)
 	}
 }
+
+func TestSyncer_noStatusSubresource(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncer.StatusSubresource = false
+	e.syncer.Warned = NewWarnedSet()
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	local := e.localCopy(t)
+	local.Object["status"] = map[string]any{"phase": "Ready"}
+	// (The fake service client has a status subresource for the local type;
+	// how the status got there does not matter to the syncer.)
+	if err := e.service.Status().Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+	e.events = nil
+	for range 3 {
+		writes, err := e.converge(t, "default", "foo")
+		if err != nil || writes != 0 {
+			t.Fatalf("writes = %d, err = %v; want no writes", writes, err)
+		}
+	}
+	if diff := cmp.Diff([]string{ReasonStatusSubresMissing}, e.events); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if status := e.getRemote(t, "default", "foo").Object["status"]; status != nil {
+		t.Errorf("status was written to kcp without a status subresource: %v", status)
+	}
+}
