@@ -110,6 +110,15 @@ func (e *env) converge(t *testing.T, namespace, name string) (int, error) {
 	return 0, nil
 }
 
+// syncedFoo creates default/foo in kcp and syncs it.
+func (e *env) syncedFoo(t *testing.T) {
+	t.Helper()
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // localCopy returns the only local copy.
 func (e *env) localCopy(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
@@ -159,10 +168,7 @@ func TestSyncer_createThenSteadyState(t *testing.T) {
 func TestSyncer_threeWayMergeAndStatus(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatal(err)
-	}
+	e.syncedFoo(t)
 
 	// A service-side field (an operator's default) and a status.
 	local := e.localCopy(t)
@@ -212,10 +218,7 @@ func TestSyncer_threeWayMergeAndStatus(t *testing.T) {
 func TestSyncer_deletion(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatal(err)
-	}
+	e.syncedFoo(t)
 	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
 		t.Fatal(err)
 	}
@@ -242,10 +245,7 @@ func TestSyncer_deletion(t *testing.T) {
 func TestSyncer_waitsForForeignFinalizers(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatal(err)
-	}
+	e.syncedFoo(t)
 	local := e.localCopy(t)
 	local.SetFinalizers([]string{"operator.example.com/cleanup"})
 	if err := e.service.Update(ctx, local); err != nil {
@@ -323,10 +323,7 @@ func TestSyncer_adoption(t *testing.T) {
 func TestSyncer_brokenStateFallsBackWithoutSpuriousWrites(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatal(err)
-	}
+	e.syncedFoo(t)
 	var secrets corev1.SecretList
 	if err := e.service.List(ctx, &secrets); err != nil || len(secrets.Items) != 1 {
 		t.Fatalf("want 1 state Secret, got %d (%v)", len(secrets.Items), err)
@@ -355,10 +352,7 @@ func TestSyncer_noStatusSubresource(t *testing.T) {
 	e := newEnv(t)
 	e.syncer.StatusSubresource = false
 	e.syncer.Warned = NewWarnedSet()
-	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatal(err)
-	}
+	e.syncedFoo(t)
 	local := e.localCopy(t)
 	local.Object["status"] = map[string]any{"phase": "Ready"}
 	// (The fake service client has a status subresource for the local type;

@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -36,13 +37,10 @@ const (
 // Scheme returns a scheme with everything the tests touch in kcp and in the
 // service cluster.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
+	s := kcp.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
-	utilruntime.Must(kcpcorev1alpha1.AddToScheme(s))
 	utilruntime.Must(kcptenancyv1alpha1.AddToScheme(s))
-	utilruntime.Must(kcpapisv1alpha1.AddToScheme(s))
-	utilruntime.Must(kcpapisv1alpha2.AddToScheme(s))
 	utilruntime.Must(syncagentv1alpha1.AddToScheme(s))
 	return s
 }
