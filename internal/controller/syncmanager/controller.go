@@ -49,10 +49,14 @@ const ControllerName = "syncagent-syncmanager"
 // released because their PublishedResource was deleted.
 const ReasonObjectReleased = "ObjectReleased"
 
-// notServedRetry is how long to wait before checking again whether the
-// virtual workspace serves a new type (kcp needs a moment after the export
-// changed). Failures of other kinds back off exponentially instead.
-const notServedRetry = 2 * time.Second
+// Checking again whether the virtual workspace serves a new type (kcp needs
+// a moment after the export changed; nothing sends an event when it is
+// done) starts after notServedRetryMin and doubles up to notServedRetryMax,
+// so a type that is never served does not cause a steady poll.
+const (
+	notServedRetryMin = time.Second
+	notServedRetryMax = 5 * time.Minute
+)
 
 // Options configure the syncmanager.
 type Options struct {
@@ -89,6 +93,18 @@ type reconciler struct {
 
 	servedMu sync.Mutex
 	served   map[string]bool // endpoint|group/version|plural|schema already confirmed
+	// notServed counts consecutive "not served" answers per PublishedResource.
+	notServed map[string]int
+}
+
+// notServedBackoff returns the next wait for a PublishedResource whose type
+// is not served yet.
+func (r *reconciler) notServedBackoff(prName string) time.Duration {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	d := notServedRetryMin << min(r.notServed[prName], 20)
+	r.notServed[prName]++
+	return min(d, notServedRetryMax)
 }
 
 // Add sets up the syncmanager.
@@ -122,14 +138,15 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	r := &reconciler{
-		Options:  opts,
-		client:   mgr.GetClient(),
-		kcpCache: kcpCache,
-		fleet:    f,
-		mcMgr:    mcMgr,
-		status:   &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
-		log:      log,
-		served:   map[string]bool{},
+		Options:   opts,
+		client:    mgr.GetClient(),
+		kcpCache:  kcpCache,
+		fleet:     f,
+		mcMgr:     mcMgr,
+		status:    &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
+		log:       log,
+		served:    map[string]bool{},
+		notServed: map[string]int{},
 	}
 
 	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
@@ -243,7 +260,8 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return syncDisabled(), reconcile.Result{}, nil
 	}
 	if len(urls) == 0 {
-		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{RequeueAfter: notServedRetry}, nil
+		// The endpoint slice is watched: new endpoints trigger a reconcile.
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{}, nil
 	}
 
 	remoteGVK := projection.GVK(projected)
@@ -253,9 +271,12 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "Endpoint %s cannot be reached: %v", u, err), reconcile.Result{}, err
 		}
 		if !served {
-			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", u, remoteGVK), reconcile.Result{RequeueAfter: notServedRetry}, nil
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", u, remoteGVK), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 		}
 	}
+	r.servedMu.Lock()
+	delete(r.notServed, pr.Name)
+	r.servedMu.Unlock()
 
 	localGVK := projection.GVK(src)
 	key := controllerKey{
