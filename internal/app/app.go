@@ -74,6 +74,8 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 		Selector:  deps.Options.PublishedResourceSelector,
 		Target:    deps.Target,
 		Resolver:  resolver,
+
+		StateSweepInterval: deps.Options.StateSweepInterval,
 	})
 }
 

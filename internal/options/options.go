@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -38,6 +39,10 @@ const (
 	// Client-side rate limits. They are far above what the reference uses
 	// (client-go's 5/10) so that they never bound the sync throughput; the
 	// API servers' own flow control protects them.
+	// DefaultStateSweepInterval is how often state Secrets of vanished kcp
+	// objects are looked for.
+	DefaultStateSweepInterval = 10 * time.Minute
+
 	DefaultQPS   = 200
 	DefaultBurst = 400
 )
@@ -76,6 +81,9 @@ type Options struct {
 	LogDebug  bool
 	LogFormat string
 
+	// StateSweepInterval is the period of the orphaned state Secret sweep.
+	StateSweepInterval time.Duration
+
 	KcpQPS       float32
 	KcpBurst     int
 	ServiceQPS   float32
@@ -88,12 +96,13 @@ type Options struct {
 // New returns Options with the defaults of every flag.
 func New() *Options {
 	return &Options{
-		MetricsAddress: DefaultMetricsAddress,
-		LogFormat:      LogFormatJSON,
-		KcpQPS:         DefaultQPS,
-		KcpBurst:       DefaultBurst,
-		ServiceQPS:     DefaultQPS,
-		ServiceBurst:   DefaultBurst,
+		MetricsAddress:     DefaultMetricsAddress,
+		LogFormat:          LogFormatJSON,
+		StateSweepInterval: DefaultStateSweepInterval,
+		KcpQPS:             DefaultQPS,
+		KcpBurst:           DefaultBurst,
+		ServiceQPS:         DefaultQPS,
+		ServiceBurst:       DefaultBurst,
 	}
 }
 
@@ -115,6 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.DisabledControllers, "disabled-controllers", o.DisabledControllers, fmt.Sprintf("Controllers to disable (comma-separated, repeatable): %s.", strings.Join(KnownControllers, ", ")))
 	fs.BoolVar(&o.LogDebug, "log-debug", o.LogDebug, "Log at debug level.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
+	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are deleted; 0 disables the sweep.")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
 	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
@@ -183,6 +193,9 @@ func (o *Options) Validate() (warnings []string, err error) {
 		errs = append(errs, fmt.Errorf("--log-format %q is invalid: must be JSON or Console", o.LogFormat))
 	}
 
+	if o.StateSweepInterval < 0 {
+		errs = append(errs, errors.New("--state-sweep-interval must not be negative"))
+	}
 	if o.KcpQPS <= 0 || o.ServiceQPS <= 0 {
 		errs = append(errs, errors.New("--kcp-qps and --service-qps must be positive"))
 	}

@@ -66,6 +66,8 @@ type Options struct {
 	Selector  labels.Selector
 	Target    *kcp.Target
 	Resolver  *agentdiscovery.Resolver
+	// StateSweepInterval is the period of the orphaned state sweep.
+	StateSweepInterval time.Duration
 }
 
 // controllerKey holds everything whose change restarts a sync controller.
@@ -135,6 +137,11 @@ func Add(mgr manager.Manager, opts Options) error {
 	f.mcMgr = mcMgr
 	if err := mcMgr.Add(f); err != nil {
 		return err
+	}
+	if opts.StateSweepInterval > 0 {
+		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, log: log}); err != nil {
+			return err
+		}
 	}
 
 	r := &reconciler{

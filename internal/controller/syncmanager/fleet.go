@@ -297,6 +297,25 @@ func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.Group
 	return errors.Join(errs...)
 }
 
+// engagedCluster returns an engaged workspace, nil if it is not engaged.
+func (f *fleet) engagedCluster(name string) cluster.Cluster {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.clusters[name].cluster
+}
+
+// syncedGVK returns the kcp GVK of a running controller for gk.
+func (f *fleet) syncedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.controllers {
+		if r.key.remoteGVK.GroupKind() == gk {
+			return r.key.remoteGVK, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}
+
 func (f *fleet) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()

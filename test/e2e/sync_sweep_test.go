@@ -1,0 +1,58 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+func stateSecrets(ctx context.Context, c ctrlruntimeclient.Client) ([]corev1.Secret, error) {
+	var list corev1.SecretList
+	err := c.List(ctx, &list, ctrlruntimeclient.InNamespace(framework.AgentNamespace), ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/object-state": "true"})
+	return list.Items, err
+}
+
+// TestSyncOrphanedStateSweep: a kcp object that vanishes while the agent is
+// down, without its finalizer being processed, leaves a state Secret; the
+// periodic sweep deletes it once the object is confirmed gone.
+func TestSyncOrphanedStateSweep(t *testing.T) {
+	t.Parallel()
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1, "--state-sweep-interval=2s")
+	ctx := t.Context()
+
+	for _, name := range []string{"vanishing", "staying"} {
+		framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpThing, "default", name, map[string]any{"color": "x"})), "create Thing")
+	}
+	framework.WaitFor(t, syncTimeout, "two state Secrets", func(ctx context.Context) (bool, error) {
+		secrets, err := stateSecrets(ctx, f.Service.Client)
+		return len(secrets) == 2, err
+	})
+
+	agent.Stop(30 * time.Second)
+	obj := newObject(kcpThing, "default", "vanishing", nil)
+	framework.Must(t, ws[0].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "vanishing"}, obj), "get Thing")
+	obj.SetFinalizers(nil)
+	framework.Must(t, ws[0].Client.Update(ctx, obj), "remove the finalizer behind the agent's back")
+	framework.Must(t, ws[0].Client.Delete(ctx, obj), "delete Thing")
+
+	framework.StartAgent(t, f.AgentArgs("--state-sweep-interval=2s")...)
+	framework.WaitFor(t, syncTimeout, "the orphaned state Secret to be swept", func(ctx context.Context) (bool, error) {
+		secrets, err := stateSecrets(ctx, f.Service.Client)
+		return len(secrets) == 1, err
+	})
+	time.Sleep(5 * time.Second)
+	if secrets, err := stateSecrets(ctx, f.Service.Client); err != nil || len(secrets) != 1 {
+		t.Errorf("state Secrets = %d (%v), want the living object's one kept", len(secrets), err)
+	}
+}
