@@ -92,6 +92,7 @@ func (p pattern) render(ctx Context) (string, error) {
 // that $remoteNamespaceHash is not read as $remoteNamespace + "Hash".
 func legacy(s string, ctx Context) string {
 	name, namespace := objectName(ctx.Object)
+	//nolint:staticcheck // the deprecated placeholders must keep working (contract §2.9).
 	return strings.NewReplacer(
 		syncagentv1alpha1.PlaceholderRemoteClusterName, ctx.ClusterName,
 		syncagentv1alpha1.PlaceholderRemoteNamespaceHash, sha1Prefix(namespace),

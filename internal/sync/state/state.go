@@ -97,7 +97,7 @@ type Store struct {
 
 func (s *Store) selector(p Primary) labels.Selector {
 	set := labels.Set{}
-	for k, v := range p.Remote.Labels(s.AgentName) {
+	for k, v := range p.Labels(s.AgentName) {
 		if k != keys.AgentName { // the reference's Secrets lack it
 			set[k] = v
 		}
@@ -199,7 +199,7 @@ func (s *Store) Put(ctx context.Context, p Primary, desired map[string]any) erro
 }
 
 func (s *Store) labels(p Primary) map[string]string {
-	l := p.Remote.Labels(s.AgentName)
+	l := p.Labels(s.AgentName)
 	l[keys.ObjectState] = "true"
 	return l
 }

@@ -312,10 +312,10 @@ func (s *Syncer) updateSpec(ctx context.Context, local *unstructured.Unstructure
 		// Inject the sync metadata that is missing or wrong on the copy, so
 		// that the patch repairs it.
 		injected := desired.DeepCopy()
-		if m := missing(local.GetLabels(), p.Remote.Labels(s.AgentName)); len(m) > 0 {
+		if m := missing(local.GetLabels(), p.Labels(s.AgentName)); len(m) > 0 {
 			injected.SetLabels(withEntries(injected.GetLabels(), m))
 		}
-		if m := missing(local.GetAnnotations(), p.Remote.Annotations()); len(m) > 0 {
+		if m := missing(local.GetAnnotations(), p.Annotations()); len(m) > 0 {
 			injected.SetAnnotations(withEntries(injected.GetAnnotations(), m))
 		}
 
