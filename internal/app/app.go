@@ -47,6 +47,9 @@ type Deps struct {
 	KcpClient ctrlruntimeclient.Client
 	// ExportClient is an uncached client for the APIExport's workspace.
 	ExportClient ctrlruntimeclient.Client
+	// Resolver finds source types on the service cluster (one shared
+	// discovery cache for all controllers).
+	Resolver *discovery.Resolver
 }
 
 // Controller is a named controller that --disabled-controllers can switch off.
@@ -64,16 +67,12 @@ var controllers = []Controller{
 }
 
 func setupSync(mgr manager.Manager, deps *Deps) error {
-	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
-	if err != nil {
-		return err
-	}
 	return syncmanager.Add(mgr, syncmanager.Options{
 		AgentName: deps.Options.AgentName,
 		Namespace: deps.Options.Namespace,
 		Selector:  deps.Options.PublishedResourceSelector,
 		Target:    deps.Target,
-		Resolver:  resolver,
+		Resolver:  deps.Resolver,
 
 		StateSweepInterval: deps.Options.StateSweepInterval,
 	})
@@ -89,15 +88,11 @@ func setupAPIExport(mgr manager.Manager, deps *Deps) error {
 }
 
 func setupAPIResourceSchema(mgr manager.Manager, deps *Deps) error {
-	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
-	if err != nil {
-		return err
-	}
 	return apiresourceschema.Add(mgr, apiresourceschema.Options{
 		AgentName: deps.Options.AgentName,
 		Selector:  deps.Options.PublishedResourceSelector,
 		KcpClient: deps.ExportClient,
-		Resolver:  resolver,
+		Resolver:  deps.Resolver,
 	})
 }
 
@@ -193,7 +188,11 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	})
 	resolved.Set()
 
-	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient}
+	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
+	if err != nil {
+		return err
+	}
+	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient, Resolver: resolver}
 	for _, c := range controllers {
 		if !o.IsControllerEnabled(c.Name) {
 			log.Info("Controller disabled", "controller", c.Name)

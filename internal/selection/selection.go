@@ -7,9 +7,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -44,6 +47,24 @@ func ForCRD(ctx context.Context, c ctrlruntimeclient.Reader, selector labels.Sel
 		}
 	}
 	return reqs, nil
+}
+
+// CRDEventHandler returns a handler for CRD events: it calls invalidate (a
+// CRD changed what the service cluster serves, so cached discovery is stale)
+// and enqueues the selected PublishedResources of the CRD's group/kind.
+func CRDEventHandler(c ctrlruntimeclient.Reader, selector labels.Selector, invalidate func(), log logr.Logger) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			return nil
+		}
+		invalidate()
+		reqs, err := ForCRD(ctx, c, selector, crd)
+		if err != nil {
+			log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
+		}
+		return reqs
+	})
 }
 
 // Matches reports whether obj is selected.

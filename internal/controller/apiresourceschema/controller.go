@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -83,24 +82,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		// Status changes matter too: Ready is recomputed from the other
 		// controllers' conditions. Writes happen only on differences.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(selected)).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdToPublishedResources)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
 		Complete(r)
-}
-
-// crdToPublishedResources refreshes discovery (a CRD changed what the
-// service cluster serves) and enqueues the selected PublishedResources of the
-// CRD's group/kind.
-func (r *Reconciler) crdToPublishedResources(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
-	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok {
-		return nil
-	}
-	r.Resolver.Invalidate()
-	reqs, err := selection.ForCRD(ctx, r.client, r.Selector, crd)
-	if err != nil {
-		r.log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
-	}
-	return reqs
 }
 
 // Reconcile implements reconcile.Reconciler.

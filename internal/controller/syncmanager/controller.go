@@ -168,26 +168,13 @@ func Add(mgr manager.Manager, opts Options) error {
 		}
 		return reqs
 	})
-	crdToPRs := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok {
-			return nil
-		}
-		opts.Resolver.Invalidate()
-		reqs, err := selection.ForCRD(ctx, r.client, opts.Selector, crd)
-		if err != nil {
-			log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
-		}
-		return reqs
-	})
-
 	return builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		// Every PublishedResource event is reconciled (deselection must stop
 		// controllers); unchanged keys make it a no-op.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged()))).
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, crdToPRs).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
 		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
 		Complete(r)
 }
