@@ -374,3 +374,47 @@ func TestSyncer_noStatusSubresource(t *testing.T) {
 		t.Errorf("status was written to kcp without a status subresource: %v", status)
 	}
 }
+
+func TestSyncer_takesOverReferenceState(t *testing.T) {
+	ctx := context.Background()
+	r := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "foo"}
+	labels := r.Labels("agent")
+	delete(labels, "syncagent.kcp.io/agent-name")
+	local := typed(localGVK)
+	local.SetNamespace(cluster)
+	local.SetName("2747cabbb481a433679f-76d3bc41c9f588f7fcd0")
+	local.SetLabels(labels)
+	local.SetAnnotations(r.Annotations())
+	local.Object["spec"] = map[string]any{"color": "blue", "defaulted": "by-operator"}
+	p := state.Primary{Remote: r, APIVersion: "kcp.example.com/v1", Kind: "Thing"}
+	secret := &corev1.Secret{}
+	secret.Namespace, secret.Name = "agent-ns", state.SecretName(p)
+	secret.Data = map[string][]byte{state.LegacyKey(cluster, "default", "foo"): []byte(
+		`{"apiVersion":"kcp.example.com/v1","kind":"Thing","metadata":{"creationTimestamp":null,"name":"foo","namespace":"default"},"spec":{"color":"blue"}}`)}
+
+	e := newEnv(t, local, secret)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	remote := e.getRemote(t, "default", "foo")
+	remote.SetFinalizers([]string{"syncagent.kcp.io/cleanup"})
+	if err := e.kcp.Update(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	remote = e.getRemote(t, "default", "foo")
+	remote.Object["spec"].(map[string]any)["color"] = "red"
+	if err := e.kcp.Update(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	got := e.localCopy(t)
+	if diff := cmp.Diff(map[string]any{"color": "red", "defaulted": "by-operator"}, got.Object["spec"]); diff != "" {
+		t.Errorf("local spec (-want +got):\n%s", diff)
+	}
+	if got.GetLabels()["syncagent.kcp.io/agent-name"] != "agent" {
+		t.Errorf("agent label not added: %v", got.GetLabels())
+	}
+}
