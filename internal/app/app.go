@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -105,6 +106,14 @@ func NewServiceScheme() *runtime.Scheme {
 	return s
 }
 
+// leaderLockInterface avoids a typed-nil interface when leader election is off.
+func leaderLockInterface(l *leaderLock) resourcelock.Interface {
+	if l == nil {
+		return nil
+	}
+	return l
+}
+
 // Run starts the agent and blocks until ctx is cancelled or a component fails.
 func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	log.Info("Starting api-syncagent", "version", version.Version, "agent", o.AgentName)
@@ -157,14 +166,21 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if !o.MetricsEnabled() {
 		metricsAddr = "0"
 	}
+	var lock *leaderLock
+	if o.EnableLeaderElection {
+		if lock, err = newLeaderLock(svcCfg, o.Namespace, "syncagent."+o.AgentName); err != nil {
+			return err
+		}
+	}
 	mgr, err := manager.New(svcCfg, manager.Options{
-		Scheme:                        NewServiceScheme(),
-		Logger:                        log,
-		LeaderElection:                o.EnableLeaderElection,
-		LeaderElectionID:              "syncagent." + o.AgentName,
-		LeaderElectionNamespace:       o.Namespace,
-		LeaderElectionReleaseOnCancel: true,
-		Metrics:                       metricsserver.Options{BindAddress: metricsAddr},
+		Scheme:                              NewServiceScheme(),
+		Logger:                              log,
+		LeaderElection:                      o.EnableLeaderElection,
+		LeaderElectionID:                    "syncagent." + o.AgentName,
+		LeaderElectionNamespace:             o.Namespace,
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionResourceLockInterface: leaderLockInterface(lock),
+		Metrics:                             metricsserver.Options{BindAddress: metricsAddr},
 		Cache: cache.Options{ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
 			// The agent reads Secrets (its sync state) only in its own
 			// namespace, and its RBAC allows no more.
@@ -205,7 +221,15 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	}
 
 	mgrErrs := make(chan error, 1)
-	go func() { mgrErrs <- mgr.Start(ctx) }()
+	go func() {
+		err := mgr.Start(ctx)
+		if lock != nil {
+			if rerr := lock.release(); rerr != nil {
+				log.Info("Could not release the leader Lease; the next leader waits for it to expire", "error", rerr.Error())
+			}
+		}
+		mgrErrs <- err
+	}()
 
 	select {
 	case err := <-mgrErrs:

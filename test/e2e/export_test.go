@@ -119,15 +119,18 @@ func TestExportMerge(t *testing.T) {
 			Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
 	}}
 	framework.Must(t, f.Service.Client.Update(ctx, pr), "update PublishedResource")
-	pr = f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "a new exported schema", func(pr *syncagentv1alpha1.PublishedResource) bool {
-		return exportReady(pr) && pr.Status.ResourceSchemaName != first
+	pr = f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "a new schema", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		return schemaReady(pr) && pr.Status.ResourceSchemaName != first
 	})
 	second := pr.Status.ResourceSchemaName
-	exp, err = getExport(ctx, f.Org, f.Export.Name)
-	framework.Must(t, err, "get export")
-	if got := exportSchemas(exp); !slices.Equal(got, []string{foreign.Name, second}) {
-		t.Errorf("export schemas = %v, want %s to replace %s", got, second, first)
-	}
+	framework.WaitFor(t, schemaTimeout, "the new schema to replace the old one in the export", func(ctx context.Context) (bool, error) {
+		exp, err = getExport(ctx, f.Org, f.Export.Name)
+		return err == nil && slices.Equal(exportSchemas(exp), []string{foreign.Name, second}), err
+	})
+	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady for the new schema", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		c := findCondition(pr, syncagentv1alpha1.ConditionExportReady)
+		return exportReady(pr) && c != nil && strings.Contains(c.Message, second)
+	})
 	for _, gr := range [][2]string{{"", "secrets"}, {"", "namespaces"}, {"", "events"}, {"rbac.authorization.k8s.io", "roles"}} {
 		if !hasClaim(exp, gr[0], gr[1]) {
 			t.Errorf("claim %v missing: %+v", gr, exp.Spec.PermissionClaims)
