@@ -67,7 +67,7 @@ func (r *Reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	if err != nil {
 		out.err = err
 		out.schema = failure(err)
-		if !isReady(pr, out.schema) {
+		if !carries(pr, out.schema) {
 			r.recorder.Event(pr, corev1.EventTypeWarning, out.schema.Reason, out.schema.Message)
 		}
 		return out
@@ -77,9 +77,9 @@ func (r *Reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	return out
 }
 
-// isReady reports whether pr already carries cond (same reason and status)
+// carries reports whether pr already carries cond (same reason and status)
 // for its generation, so repeated failures do not repeat their Event.
-func isReady(pr *syncagentv1alpha1.PublishedResource, cond metav1.Condition) bool {
+func carries(pr *syncagentv1alpha1.PublishedResource, cond metav1.Condition) bool {
 	c := meta.FindStatusCondition(pr.Status.Conditions, cond.Type)
 	return c != nil && c.Status == cond.Status && c.Reason == cond.Reason && c.ObservedGeneration == pr.Generation
 }
@@ -128,7 +128,7 @@ func (r *Reconciler) ensureSchema(ctx context.Context, pr *syncagentv1alpha1.Pub
 	if err != nil {
 		return "", err
 	}
-	if pr.Status.ResourceSchemaName == name && isReady(pr, conditions.New(syncagentv1alpha1.ConditionSchemaReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSchemaAvailable, "")) {
+	if pr.Status.ResourceSchemaName == name && carries(pr, conditions.New(syncagentv1alpha1.ConditionSchemaReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSchemaAvailable, "")) {
 		return name, nil
 	}
 

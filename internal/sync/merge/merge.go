@@ -56,20 +56,19 @@ func Overwrite(local *unstructured.Unstructured, desired map[string]any) bool {
 	}
 	d := &unstructured.Unstructured{Object: desired}
 	if l := d.GetLabels(); len(l) > 0 {
-		merged := local.GetLabels()
-		if merged == nil {
-			merged = map[string]string{}
-		}
-		maps.Copy(merged, l)
-		local.SetLabels(merged)
+		local.SetLabels(WithEntries(local.GetLabels(), l))
 	}
 	if a := d.GetAnnotations(); len(a) > 0 {
-		merged := local.GetAnnotations()
-		if merged == nil {
-			merged = map[string]string{}
-		}
-		maps.Copy(merged, a)
-		local.SetAnnotations(merged)
+		local.SetAnnotations(WithEntries(local.GetAnnotations(), a))
 	}
 	return !equality.Semantic.DeepEqual(before.Object, local.Object)
+}
+
+// WithEntries copies add into m (allocating m if nil) and returns it.
+func WithEntries(m, add map[string]string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	maps.Copy(m, add)
+	return m
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -207,16 +206,8 @@ func (s *Syncer) withSyncMetadata(desired map[string]any, remote objmeta.Remote)
 
 // addSyncMetadata sets the remote-object labels and annotations on u.
 func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, remote objmeta.Remote) {
-	u.SetLabels(withEntries(u.GetLabels(), remote.Labels(s.AgentName)))
-	u.SetAnnotations(withEntries(u.GetAnnotations(), remote.Annotations()))
-}
-
-func withEntries(m, add map[string]string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	maps.Copy(m, add)
-	return m
+	u.SetLabels(merge.WithEntries(u.GetLabels(), remote.Labels(s.AgentName)))
+	u.SetAnnotations(merge.WithEntries(u.GetAnnotations(), remote.Annotations()))
 }
 
 func (s *Syncer) create(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
@@ -313,10 +304,10 @@ func (s *Syncer) updateSpec(ctx context.Context, local *unstructured.Unstructure
 		// that the patch repairs it.
 		injected := desired.DeepCopy()
 		if m := missing(local.GetLabels(), p.Labels(s.AgentName)); len(m) > 0 {
-			injected.SetLabels(withEntries(injected.GetLabels(), m))
+			injected.SetLabels(merge.WithEntries(injected.GetLabels(), m))
 		}
 		if m := missing(local.GetAnnotations(), p.Annotations()); len(m) > 0 {
-			injected.SetAnnotations(withEntries(injected.GetAnnotations(), m))
+			injected.SetAnnotations(merge.WithEntries(injected.GetAnnotations(), m))
 		}
 
 		patch, err := merge.ThreeWay(last, injected.Object)
