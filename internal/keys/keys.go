@@ -27,6 +27,9 @@ const (
 
 	// ObjectState labels the state Secrets.
 	ObjectState = "syncagent.kcp.io/object-state"
+	// RelatedIdentifier labels the state Secrets of related objects (ours)
+	// with the related entry's identifier.
+	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
 	// CleanupFinalizer guards the deletion of synced kcp objects.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
 	// RelatedResourcesPrefix is the prefix of the related-objects annotation

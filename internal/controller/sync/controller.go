@@ -33,8 +33,10 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -72,13 +74,26 @@ type Options struct {
 
 	LocalGVK, RemoteGVK schema.GroupVersionKind
 	LocalNamespaced     bool
+	RemoteNamespaced    bool
 	StatusSubresource   bool
+
+	// RelatedTypes are the types of spec.related, index by index.
+	RelatedTypes []RelatedTypes
+	// RelatedService reads related objects through RelatedCache (all
+	// namespaces) and writes them.
+	RelatedService ctrlruntimeclient.Client
+	RelatedCache   cache.Cache
 
 	// Service is the service cluster client (cached reads); LocalCache the
 	// cache to watch local copies in.
 	Service    ctrlruntimeclient.Client
 	LocalCache cache.Cache
 	Workers    int
+}
+
+// RelatedTypes are the types of one related entry on both sides.
+type RelatedTypes struct {
+	Kcp, Service related.Type
 }
 
 // New creates an unstarted sync controller. The caller engages clusters and
@@ -88,6 +103,29 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	namer, err := naming.NewNamer(pr.Spec.Naming)
 	if err != nil {
 		return nil, err
+	}
+	var specRules, statusRules []syncagentv1alpha1.ResourceMutation
+	if m := pr.Spec.Mutation; m != nil {
+		specRules, statusRules = m.Spec, m.Status
+	}
+	specMutator, err := mutation.Compile(specRules)
+	if err != nil {
+		return nil, fmt.Errorf("spec.mutation.spec: %w", err)
+	}
+	statusMutator, err := mutation.Compile(statusRules)
+	if err != nil {
+		return nil, fmt.Errorf("spec.mutation.status: %w", err)
+	}
+	if len(opts.RelatedTypes) != len(pr.Spec.Related) {
+		return nil, fmt.Errorf("the types of %d related entries are needed, got %d", len(pr.Spec.Related), len(opts.RelatedTypes))
+	}
+	var entries []*related.Entry
+	for i := range pr.Spec.Related {
+		e, err := related.Compile(&pr.Spec.Related[i], opts.RelatedTypes[i].Kcp, opts.RelatedTypes[i].Service)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, e)
 	}
 	var resourceFilter, namespaceFilter labels.Selector
 	if f := pr.Spec.Filter; f != nil {
@@ -123,6 +161,10 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 			Service:           opts.Service,
 			State:             &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName},
 			Warned:            syncer.NewWarnedSet(),
+			SpecMutator:       specMutator,
+			StatusMutator:     statusMutator,
+			Related:           entries,
+			RelatedService:    opts.RelatedService,
 		},
 	}
 
@@ -150,6 +192,11 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	if err := ctrl.Watch(source.TypedKind[*unstructured.Unstructured, mcreconcile.Request](opts.LocalCache, typed(opts.LocalGVK),
 		handler.TypedEnqueueRequestsFromMapFunc(localToRemote), ours)); err != nil {
 		return nil, fmt.Errorf("failed to watch local copies: %w", err)
+	}
+	for _, e := range entries {
+		if err := watchRelated(ctrl, opts, e); err != nil {
+			return nil, fmt.Errorf("failed to watch related %q: %w", e.Identifier, err)
+		}
 	}
 	return ctrl, nil
 }

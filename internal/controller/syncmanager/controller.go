@@ -39,6 +39,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -93,8 +94,16 @@ type reconciler struct {
 	status   *conditions.Writer
 	log      logr.Logger
 
+	// relatedCache holds related objects on the service cluster, in every
+	// namespace (the manager's cache has Secrets of one namespace only);
+	// relatedClient reads through it.
+	relatedCache  cache.Cache
+	relatedClient ctrlruntimeclient.Client
+
 	servedMu sync.Mutex
 	served   map[string]bool // endpoint|group/version|plural|schema already confirmed
+	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
+	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
 }
@@ -144,16 +153,34 @@ func Add(mgr manager.Manager, opts Options) error {
 		}
 	}
 
+	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return fmt.Errorf("failed to create the related objects cache: %w", err)
+	}
+	if err := mgr.Add(relatedCache); err != nil {
+		return err
+	}
+	relatedClient, err := ctrlruntimeclient.New(mgr.GetConfig(), ctrlruntimeclient.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &ctrlruntimeclient.CacheOptions{Reader: relatedCache, Unstructured: true},
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the related objects client: %w", err)
+	}
+
 	r := &reconciler{
-		Options:   opts,
-		client:    mgr.GetClient(),
-		kcpCache:  kcpCache,
-		fleet:     f,
-		mcMgr:     mcMgr,
-		status:    &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
-		log:       log,
-		served:    map[string]bool{},
-		notServed: map[string]int{},
+		Options:       opts,
+		client:        mgr.GetClient(),
+		kcpCache:      kcpCache,
+		relatedCache:  relatedCache,
+		relatedClient: relatedClient,
+		fleet:         f,
+		mcMgr:         mcMgr,
+		status:        &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
+		log:           log,
+		served:        map[string]bool{},
+		notServed:     map[string]int{},
+		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
 
 	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
@@ -268,6 +295,10 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", u, remoteGVK), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 		}
 	}
+	relatedTypes, err := r.relatedTypes(pr, urls[0])
+	if err != nil {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "%v", err), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
+	}
 	r.servedMu.Lock()
 	delete(r.notServed, pr.Name)
 	r.servedMu.Unlock()
@@ -290,9 +321,13 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			LocalGVK:          localGVK,
 			RemoteGVK:         remoteGVK,
 			LocalNamespaced:   key.localNamespaced,
+			RemoteNamespaced:  projected.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			StatusSubresource: key.statusSubresource,
 			Service:           r.mcMgr.GetLocalManager().GetClient(),
 			LocalCache:        r.mcMgr.GetLocalManager().GetCache(),
+			RelatedTypes:      relatedTypes,
+			RelatedService:    r.relatedClient,
+			RelatedCache:      r.relatedCache,
 		})
 	})
 	if err != nil {
@@ -368,4 +403,53 @@ func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural, schema
 		}
 	}
 	return false, nil
+}
+
+// relatedTypes finds the types of the related entries: the service-side one
+// on the service cluster, the kcp-side one on the endpoint (types from other
+// exports are served there through the permission claims).
+func (r *reconciler) relatedTypes(pr *syncagentv1alpha1.PublishedResource, url string) ([]syncctrl.RelatedTypes, error) {
+	var out []syncctrl.RelatedTypes
+	for i := range pr.Spec.Related {
+		rel := &pr.Spec.Related[i]
+		kcpGVR, serviceGVR := related.GVRs(rel)
+		service, err := r.Resolver.ResourceInfo(serviceGVR)
+		if err != nil {
+			return nil, fmt.Errorf("related %q: the service cluster: %w", rel.Identifier, err)
+		}
+		kcp, err := r.kcpType(url, kcpGVR)
+		if err != nil {
+			return nil, fmt.Errorf("related %q: endpoint %s: %w (is the permission claim accepted?)", rel.Identifier, url, err)
+		}
+		out = append(out, syncctrl.RelatedTypes{
+			Kcp:     related.Type{GVR: kcpGVR, TypeInfo: kcp},
+			Service: related.Type{GVR: serviceGVR, TypeInfo: service},
+		})
+	}
+	return out, nil
+}
+
+// kcpType looks a resource up in an endpoint's wildcard discovery;
+// answers are remembered.
+func (r *reconciler) kcpType(url string, gvr schema.GroupVersionResource) (agentdiscovery.TypeInfo, error) {
+	cacheKey := url + "|" + gvr.String()
+	r.servedMu.Lock()
+	info, known := r.kcpTypes[cacheKey]
+	r.servedMu.Unlock()
+	if known {
+		return info, nil
+	}
+	cfg := rest.CopyConfig(r.Target.Config)
+	cfg.Host = url + "/clusters/*"
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return info, err
+	}
+	if info, err = agentdiscovery.ResourceInfo(dc, gvr); err != nil {
+		return info, err
+	}
+	r.servedMu.Lock()
+	r.kcpTypes[cacheKey] = info
+	r.servedMu.Unlock()
+	return info, nil
 }

@@ -13,6 +13,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
 // sweeper periodically deletes state Secrets whose kcp object is gone
@@ -74,7 +75,24 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 	if cl == nil || len(secret.Data) == 0 {
 		return false
 	}
-	for _, data := range secret.Data {
+	entries := secret.Data
+	if primary, ok := state.PrimaryOfRelated(secret); ok {
+		// A related object's state goes with its primary.
+		if primary.Name == "" {
+			return false
+		}
+		ref := &unstructured.Unstructured{}
+		ref.SetAPIVersion(primary.APIVersion)
+		ref.SetKind(primary.Kind)
+		ref.SetNamespace(primary.Namespace)
+		ref.SetName(primary.Name)
+		data, err := ref.MarshalJSON()
+		if err != nil {
+			return false
+		}
+		entries = map[string][]byte{"primary": data}
+	}
+	for _, data := range entries {
 		stored := &unstructured.Unstructured{}
 		if err := stored.UnmarshalJSON(data); err != nil || stored.GetName() == "" {
 			return false

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,7 +96,9 @@ type Store struct {
 	AgentName string
 }
 
-func (s *Store) selector(p Primary) labels.Selector {
+// selector finds p's state Secrets: the primary's own ones, and with
+// related set also those of its related objects.
+func (s *Store) selector(p Primary, related bool) labels.Selector {
 	set := labels.Set{}
 	for k, v := range p.Labels(s.AgentName) {
 		if k != keys.AgentName { // the reference's Secrets lack it
@@ -103,7 +106,12 @@ func (s *Store) selector(p Primary) labels.Selector {
 		}
 	}
 	set[keys.ObjectState] = "true"
-	return labels.SelectorFromSet(set)
+	sel := labels.SelectorFromSet(set)
+	if !related {
+		req, _ := labels.NewRequirement(keys.RelatedIdentifier, selection.DoesNotExist, nil)
+		sel = sel.Add(*req)
+	}
+	return sel
 }
 
 // Get returns the normalized last state of p, or nil if there is none.
@@ -121,7 +129,7 @@ func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 	// The name depends on the kcp apiVersion; after a version projection
 	// change the state lives under another name.
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p)}); err != nil {
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p, false)}); err != nil {
 		return nil, fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
@@ -204,15 +212,21 @@ func (s *Store) labels(p Primary) map[string]string {
 	return l
 }
 
-// Delete removes every state Secret of p.
+// Delete removes every state Secret of p, those of its related objects
+// included.
 func (s *Store) Delete(ctx context.Context, p Primary) error {
-	return s.deleteOthers(ctx, p, "")
+	return s.deleteMatching(ctx, s.selector(p, true), "")
 }
 
-// deleteOthers deletes p's state Secrets except keep.
+// deleteOthers deletes p's own state Secrets except keep.
 func (s *Store) deleteOthers(ctx context.Context, p Primary, keep string) error {
+	return s.deleteMatching(ctx, s.selector(p, false), keep)
+}
+
+// deleteMatching deletes the state Secrets that sel selects, except keep.
+func (s *Store) deleteMatching(ctx context.Context, sel labels.Selector, keep string) error {
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p)}); err != nil {
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	for i := range list.Items {

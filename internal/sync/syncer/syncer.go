@@ -23,9 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
@@ -69,6 +71,14 @@ type Syncer struct {
 	// Warned remembers StatusSubresourceMissing warnings (shared by copies
 	// of the Syncer); nil disables the warning.
 	Warned *WarnedSet
+
+	// SpecMutator and StatusMutator apply spec.mutation (nil: none).
+	SpecMutator, StatusMutator *mutation.Mutator
+	// Related are the compiled spec.related entries, in spec order.
+	Related []*related.Entry
+	// RelatedService reads related objects on the service cluster (from a
+	// cache that is not restricted to the agent's namespace) and writes them.
+	RelatedService ctrlruntimeclient.Client
 }
 
 // WarnedSet remembers the object generations that already got a
@@ -141,21 +151,66 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 	if err != nil {
 		return Result{}, err
 	}
-	desired := objmeta.Desired(obj, s.StatusSubresource)
-
-	if local == nil {
-		return s.create(ctx, ws, obj, p, desired)
-	}
-	if local.GetDeletionTimestamp() != nil {
+	if local != nil && local.GetDeletionTimestamp() != nil {
 		// Someone deletes the copy; once it is gone it is re-created.
 		return Result{Requeue: true}, nil
 	}
 
+	// Spec mutations see the local copy, or the copy that would be created.
+	var key types.NamespacedName
+	other := local
+	if local == nil {
+		if key, err = s.localName(ws, obj); err != nil {
+			return Result{}, fmt.Errorf("failed to compute the local name: %w", err)
+		}
+		other = typedRef(s.LocalGVK, key)
+	}
+	mutated, err := applyMutator(s.SpecMutator, obj, other)
+	if err != nil {
+		return Result{}, fmt.Errorf("spec mutation: %w", err)
+	}
+	desired := objmeta.Desired(mutated, s.StatusSubresource)
+
+	if local == nil {
+		return s.create(ctx, obj, p, key, desired)
+	}
 	res, err := s.updateSpec(ctx, local, p, desired)
 	if err != nil || res.Writes > 0 {
 		return res, err
 	}
-	return s.syncStatus(ctx, ws, obj, local)
+	res, err = s.syncStatus(ctx, ws, obj, mutated, local)
+	if err != nil {
+		return res, err
+	}
+	r, err := s.syncRelated(ctx, ws, p, obj, local)
+	res.add(r)
+	return res, err
+}
+
+// typedRef returns an object with only a type and a name.
+func typedRef(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	return u
+}
+
+// applyMutator returns self mutated with other in view; self itself when
+// there are no rules.
+func applyMutator(m *mutation.Mutator, self, other *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if m.Empty() {
+		return self, nil
+	}
+	var otherObj map[string]any
+	if other != nil {
+		otherObj = other.Object
+	}
+	out, err := m.Apply(self.Object, otherObj)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: out}, nil
 }
 
 // findLocal returns the local copy of remote: found by its labels, never by
@@ -210,14 +265,10 @@ func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, remote objmeta.Re
 	u.SetAnnotations(merge.WithEntries(u.GetAnnotations(), remote.Annotations()))
 }
 
-func (s *Syncer) create(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
-	key, err := s.localName(ws, obj)
-	if err != nil {
-		return Result{}, fmt.Errorf("failed to compute the local name: %w", err)
-	}
+func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	if key.Namespace != "" {
-		created, err := s.ensureNamespace(ctx, key.Namespace)
+		created, err := ensureNamespace(ctx, s.Service, key.Namespace)
 		if err != nil {
 			return Result{}, err
 		}
@@ -231,7 +282,7 @@ func (s *Syncer) create(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	local.SetName(key.Name)
 	local.SetNamespace(key.Namespace)
 
-	err = s.Service.Create(ctx, local)
+	err := s.Service.Create(ctx, local)
 	if apierrors.IsAlreadyExists(err) {
 		return s.adopt(ctx, obj, p, key, res)
 	}
@@ -275,9 +326,11 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 	return res, nil
 }
 
-func (s *Syncer) ensureNamespace(ctx context.Context, name string) (bool, error) {
+// ensureNamespace creates a namespace through c unless it exists; it
+// reports whether it created one.
+func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string) (bool, error) {
 	ns := &corev1.Namespace{}
-	err := s.Service.Get(ctx, types.NamespacedName{Name: name}, ns)
+	err := c.Get(ctx, types.NamespacedName{Name: name}, ns)
 	if err == nil {
 		return false, nil
 	}
@@ -285,7 +338,7 @@ func (s *Syncer) ensureNamespace(ctx context.Context, name string) (bool, error)
 		return false, fmt.Errorf("failed to get namespace %s: %w", name, err)
 	}
 	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := s.Service.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("failed to create namespace %s: %w", name, err)
 	}
 	return true, nil
@@ -352,9 +405,14 @@ func missing(have, want map[string]string) map[string]string {
 	return out
 }
 
-// syncStatus copies the local status up to kcp (contract §6.6), only for
+// syncStatus copies the local status, after the status mutations (which
+// see the spec-mutated kcp object), up to kcp (contract §6.6), only for
 // types with a status subresource.
-func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured) (Result, error) {
+func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, local *unstructured.Unstructured) (Result, error) {
+	local, err := applyMutator(s.StatusMutator, local, mutated)
+	if err != nil {
+		return Result{}, fmt.Errorf("status mutation: %w", err)
+	}
 	// A missing status and a null one are the same.
 	localStatus := local.Object["status"]
 	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
@@ -391,6 +449,11 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	local, err := s.findLocal(ctx, p.Remote)
 	if err != nil {
 		return Result{}, err
+	}
+	// Related objects first, while the local copy still exists to resolve them.
+	if res, err := s.deleteRelated(ctx, ws, p, obj, local); err != nil || res.Writes > 0 {
+		res.Requeue = true
+		return res, err
 	}
 	if local != nil {
 		if local.GetDeletionTimestamp() == nil {

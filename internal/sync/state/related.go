@@ -1,0 +1,235 @@
+package state
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+)
+
+// Related objects (contract §4.4, §7 #6-#9) get one state Secret each
+// instead of entries in the primary's Secret, so many or large related
+// objects never hit the 1 MiB limit of one Secret:
+//
+//   - name obj-state-<cluster>-<h20>, h20 = the first 20 hex characters of
+//     the SHA-1 of the JSON encoding (newline included) of
+//     {"identifier","kind","name","namespace","originGroup","originKind",
+//     "originName","originNamespace","primaryGroup"} (kind, name and
+//     namespace are the kcp primary's; the primary's version is left out,
+//     so a version projection change keeps the state);
+//   - the labels of the primary's Secret plus
+//     syncagent.kcp.io/related-identifier=<identifier>, so deleting the
+//     primary's state deletes them too;
+//   - data key "state": the origin object after the related spec mutations,
+//     as for primaries; data key "record": the JSON of a RelatedRecord,
+//     which names the primary, both objects and the origin side, so that
+//     cleanup and pruning work without resolving anything again.
+//
+// Reading falls back to the reference's entry in the primary's Secret
+// (legacy key of the origin object), accepted only if the stored object's
+// group and kind are the origin's.
+
+// Data keys of related state Secrets.
+const (
+	relatedStateKey  = "state"
+	relatedRecordKey = "record"
+)
+
+// ObjectRef names an object on one side.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+}
+
+// GroupKind returns the reference's group and kind.
+func (r ObjectRef) GroupKind() schema.GroupKind {
+	return schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
+}
+
+// RelatedRecord describes one synced related object.
+type RelatedRecord struct {
+	// Primary is the kcp primary.
+	Primary    ObjectRef `json:"primary"`
+	Identifier string    `json:"identifier"`
+	// OriginSide is "kcp" or "service".
+	OriginSide  string    `json:"originSide"`
+	Origin      ObjectRef `json:"origin"`
+	Destination ObjectRef `json:"destination"`
+}
+
+// Related identifies the state of one related object of a primary.
+type Related struct {
+	Primary
+	RelatedRecord
+}
+
+// RelatedSecretName returns the name of a related object's state Secret.
+func RelatedSecretName(r Related) string {
+	gk := r.Origin.GroupKind()
+	h := sha1Hex(encode(map[string]string{
+		"primaryGroup":    schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).Group,
+		"kind":            r.Kind,
+		"name":            r.Name,
+		"namespace":       r.Namespace,
+		"identifier":      r.Identifier,
+		"originGroup":     gk.Group,
+		"originKind":      gk.Kind,
+		"originNamespace": r.Origin.Namespace,
+		"originName":      r.Origin.Name,
+	}))
+	return fmt.Sprintf("obj-state-%s-%s", r.Cluster, h[:20])
+}
+
+// GetRelated returns the normalized last state of a related object, or nil.
+func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, error) {
+	secret := &corev1.Secret{}
+	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
+	switch {
+	case err == nil:
+		return normalize(secret.Data[relatedStateKey], nil), nil
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("failed to get related state Secret: %w", err)
+	}
+
+	// The reference kept related state in the primary's Secret.
+	legacyCluster := ""
+	if r.OriginSide == "kcp" {
+		legacyCluster = r.Cluster
+	}
+	key := LegacyKey(legacyCluster, r.Origin.Namespace, r.Origin.Name)
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(r.Primary, false)}); err != nil {
+		return nil, fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	gk := r.Origin.GroupKind()
+	for _, sec := range list.Items {
+		if state := normalize(sec.Data[key], &gk); state != nil {
+			return state, nil
+		}
+	}
+	return nil, nil
+}
+
+// PutRelated stores desired as the last state of a related object.
+func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]any) error {
+	snapshot := (&unstructured.Unstructured{Object: desired}).DeepCopy()
+	snapshot.SetAPIVersion(r.Origin.APIVersion)
+	snapshot.SetKind(r.Origin.Kind)
+	snapshot.SetName(r.Origin.Name)
+	if r.Origin.Namespace != "" {
+		snapshot.SetNamespace(r.Origin.Namespace)
+	}
+	data, err := snapshot.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("failed to encode state: %w", err)
+	}
+	record := r.RelatedRecord
+	record.Primary = ObjectRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	recordData, err := json.Marshal(record)
+	if err != nil {
+		return fmt.Errorf("failed to encode state record: %w", err)
+	}
+	want := map[string][]byte{relatedStateKey: bytes.TrimSpace(data), relatedRecordKey: recordData}
+	wantLabels := s.labels(r.Primary)
+	wantLabels[keys.RelatedIdentifier] = r.Identifier
+
+	name := RelatedSecretName(r)
+	secret := &corev1.Secret{}
+	err = s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: wantLabels},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       want,
+		}
+		if err := s.Client.Create(ctx, secret); err != nil {
+			return fmt.Errorf("failed to create related state Secret: %w", err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("failed to get related state Secret: %w", err)
+	}
+	if labels.Equals(secret.Labels, wantLabels) && bytes.Equal(secret.Data[relatedStateKey], want[relatedStateKey]) &&
+		bytes.Equal(secret.Data[relatedRecordKey], want[relatedRecordKey]) {
+		return nil
+	}
+	secret.Labels = wantLabels
+	secret.Data = want
+	if err := s.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("failed to update related state Secret: %w", err)
+	}
+	return nil
+}
+
+// StoredRelated is a related state Secret found by ListRelated.
+type StoredRelated struct {
+	SecretName string
+	RelatedRecord
+}
+
+// ListRelated returns the related objects recorded for p, all of them with
+// an empty identifier, sorted by Secret name.
+func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) ([]StoredRelated, error) {
+	sel := s.selector(p, true)
+	req, err := labels.NewRequirement(keys.RelatedIdentifier, selection.Exists, nil)
+	if identifier != "" {
+		req, err = labels.NewRequirement(keys.RelatedIdentifier, selection.Equals, []string{identifier})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("invalid related identifier %q: %w", identifier, err)
+	}
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel.Add(*req)}); err != nil {
+		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
+	}
+	var out []StoredRelated
+	for _, sec := range list.Items {
+		var rec RelatedRecord
+		if err := json.Unmarshal(sec.Data[relatedRecordKey], &rec); err != nil {
+			// Unreadable: it still belongs to p and goes with it.
+			rec = RelatedRecord{Identifier: sec.Labels[keys.RelatedIdentifier]}
+		}
+		out = append(out, StoredRelated{SecretName: sec.Name, RelatedRecord: rec})
+	}
+	slices.SortFunc(out, func(a, b StoredRelated) int { return cmp.Compare(a.SecretName, b.SecretName) })
+	return out, nil
+}
+
+// DeleteRelated deletes one related state Secret by name.
+func (s *Store) DeleteRelated(ctx context.Context, secretName string) error {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: secretName}}
+	if err := s.Client.Delete(ctx, secret); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to delete related state Secret %s: %w", secretName, err)
+	}
+	return nil
+}
+
+// PrimaryOfRelated returns the kcp primary a related state Secret belongs
+// to; ok is false for other Secrets.
+func PrimaryOfRelated(secret *corev1.Secret) (ref ObjectRef, ok bool) {
+	if _, isRelated := secret.Labels[keys.RelatedIdentifier]; !isRelated {
+		return ObjectRef{}, false
+	}
+	var rec RelatedRecord
+	if err := json.Unmarshal(secret.Data[relatedRecordKey], &rec); err != nil || rec.Primary.Name == "" {
+		return ObjectRef{}, true
+	}
+	return rec.Primary, true
+}

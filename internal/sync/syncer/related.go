@@ -1,0 +1,497 @@
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+)
+
+// Related objects (contract §6.13) are synced after the primary is in
+// sync, entry by entry in spec order. Their copies carry no agent
+// metadata; the state Secret of each copy is the record that it is ours:
+// an existing destination without state is adopted only if it already
+// equals the origin, otherwise it is someone else's and is left alone
+// (ObjectConflict). The finalizer goes on kcp-origin sources before their
+// first copy is written and is released when the primary is deleted, when
+// the source itself is deleted, or when the primary no longer selects it.
+
+// side returns the client of one side for related objects.
+func (s *Syncer) side(ws Workspace, side related.Side) ctrlruntimeclient.Client {
+	if side == related.SideKcp {
+		return ws.Client
+	}
+	return s.RelatedService
+}
+
+// syncRelated syncs every related entry of the primary obj with local copy
+// local, then records the service-origin copies in obj's annotations and
+// prunes the state of objects no longer selected.
+func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
+	if len(s.Related) == 0 {
+		return Result{}, nil
+	}
+	primaries := related.Primaries{Kcp: obj, Service: local, ClusterName: ws.Cluster, ClusterPath: ws.Path}
+	readers := related.Readers{Kcp: ws.Client, Service: s.RelatedService}
+
+	res := Result{}
+	annotations := map[string]string{}
+	keep := sets.New[string]()
+	var conflict error
+	for _, e := range s.Related {
+		pairs, err := e.Resolve(ctx, primaries, readers)
+		if err != nil {
+			return res, err
+		}
+		for i, pair := range pairs {
+			rec := s.relatedRecord(e, pair)
+			r, err := s.syncRelatedObject(ctx, ws, obj, e, state.Related{Primary: p, RelatedRecord: rec}, pair.Origin)
+			res.add(r)
+			keep.Insert(state.RelatedSecretName(state.Related{Primary: p, RelatedRecord: rec}))
+			switch {
+			case errors.Is(err, ErrConflict):
+				conflict = err
+				continue
+			case err != nil:
+				return res, err
+			}
+			if e.Origin == related.SideService {
+				annotations[keys.RelatedResourcesPrefix+e.Identifier+"."+strconv.Itoa(i)] = annotationValue(rec.Destination)
+			}
+		}
+	}
+
+	r, err := s.pruneRelated(ctx, ws, p, keep)
+	res.add(r)
+	if err != nil {
+		return res, err
+	}
+	r, err = s.updateRelatedAnnotations(ctx, ws, obj, annotations)
+	res.add(r)
+	if err != nil {
+		return res, err
+	}
+	return res, conflict
+}
+
+func (r *Result) add(o Result) {
+	r.Writes += o.Writes
+	r.Requeue = r.Requeue || o.Requeue
+}
+
+func (s *Syncer) relatedRecord(e *related.Entry, pair related.Pair) state.RelatedRecord {
+	dest := e.DestinationType().GVK
+	return state.RelatedRecord{
+		Identifier: e.Identifier,
+		OriginSide: string(e.Origin),
+		Origin: state.ObjectRef{
+			APIVersion: pair.Origin.GetAPIVersion(), Kind: pair.Origin.GetKind(),
+			Namespace: pair.Origin.GetNamespace(), Name: pair.Origin.GetName(),
+		},
+		Destination: state.ObjectRef{
+			APIVersion: dest.GroupVersion().String(), Kind: dest.Kind,
+			Namespace: pair.Destination.Namespace, Name: pair.Destination.Name,
+		},
+	}
+}
+
+// annotationValue is the value of a related-resources annotation: compact
+// JSON with the keys namespace (if any), name, apiVersion, kind in this
+// order (contract §4.2).
+func annotationValue(ref state.ObjectRef) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	if ref.Namespace != "" {
+		b.WriteString(`"namespace":` + quote(ref.Namespace) + ",")
+	}
+	b.WriteString(`"name":` + quote(ref.Name) + `,"apiVersion":` + quote(ref.APIVersion) + `,"kind":` + quote(ref.Kind) + "}")
+	return b.String()
+}
+
+func quote(s string) string {
+	data, _ := json.Marshal(s) // a string always encodes
+	return string(data)
+}
+
+// unstructuredRef returns an object with only the type and name of ref.
+func unstructuredRef(ref state.ObjectRef) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(ref.APIVersion)
+	u.SetKind(ref.Kind)
+	u.SetNamespace(ref.Namespace)
+	u.SetName(ref.Name)
+	return u
+}
+
+// syncRelatedObject syncs one origin object to its destination.
+func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *unstructured.Unstructured, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
+	res := Result{}
+	destClient := s.side(ws, e.Destination())
+	destType := e.DestinationType()
+
+	if origin.GetDeletionTimestamp() != nil {
+		if e.Origin == related.SideKcp {
+			return s.releaseSource(ctx, ws, e, rec, origin)
+		}
+		return res, nil // a service-origin source going away leaves its kcp copy
+	}
+	if e.Origin == related.SideKcp && !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
+		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(origin, keys.CleanupFinalizer)
+		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
+			return res, fmt.Errorf("failed to add the finalizer to related %s %s: %w", origin.GetKind(), origin.GetName(), err)
+		}
+		res.Writes++
+		s.Event(origin, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
+	}
+
+	destKey := types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}
+	dest := unstructuredRef(rec.Destination)
+	if err := destClient.Get(ctx, destKey, dest); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return res, fmt.Errorf("failed to get related destination %s: %w", destKey, err)
+		}
+		dest = nil
+	}
+	other := unstructuredRef(rec.Destination).Object
+	if dest != nil {
+		other = dest.Object
+	}
+	mutated, err := e.Mutator.Apply(origin.Object, other)
+	if err != nil {
+		return res, fmt.Errorf("related %q: spec mutation: %w", e.Identifier, err)
+	}
+	desired := objmeta.Desired(&unstructured.Unstructured{Object: mutated}, e.SyncStatus)
+
+	last, err := s.State.GetRelated(ctx, rec)
+	if err != nil {
+		return res, err
+	}
+
+	switch {
+	case dest == nil:
+		if destType.Namespaced && destKey.Namespace != "" {
+			created, err := ensureNamespace(ctx, destClient, destKey.Namespace)
+			if err != nil {
+				return res, err
+			}
+			if created {
+				res.Writes++
+			}
+		}
+		dest = desired.DeepCopy()
+		dest.SetAPIVersion(rec.Destination.APIVersion)
+		dest.SetKind(rec.Destination.Kind)
+		dest.SetNamespace(destKey.Namespace)
+		dest.SetName(destKey.Name)
+		if err := destClient.Create(ctx, dest); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Our cache has not seen it yet: look again shortly.
+				res.Requeue = true
+				return res, nil
+			}
+			return res, fmt.Errorf("failed to create related destination %s: %w", destKey, err)
+		}
+		res.Writes++
+		s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeNormal, ReasonObjectPlaced, "The related object was placed.")
+	case dest.GetDeletionTimestamp() != nil:
+		res.Requeue = true
+		return res, nil
+	case last == nil:
+		// No state: the copy is ours only if it already is what we would write.
+		if merge.Overwrite(dest.DeepCopy(), desired.Object) {
+			s.Event(primary, corev1.EventTypeWarning, ReasonObjectConflict,
+				fmt.Sprintf("The related object %q cannot be placed: an object with its name exists and was not created by this service.", e.Identifier))
+			return res, fmt.Errorf("%w: related %s %s", ErrConflict, rec.Destination.Kind, destKey)
+		}
+	default:
+		patch, err := merge.ThreeWay(last, desired.Object)
+		if err != nil {
+			return res, err
+		}
+		if patch != nil {
+			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+				return res, fmt.Errorf("failed to patch related destination %s: %w", destKey, err)
+			}
+			res.Writes++
+			s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeNormal, ReasonObjectSynced, "The related object was updated.")
+		}
+	}
+	if last == nil || !equality.Semantic.DeepEqual(last, desired.Object) {
+		if err := s.State.PutRelated(ctx, rec, desired.Object); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+
+	r, err := s.syncRelatedStatus(ctx, destClient, e, origin, dest)
+	res.add(r)
+	if res.Writes > 0 {
+		res.Requeue = true
+	}
+	return res, err
+}
+
+// kcpSide returns the kcp-side object of a related pair, which gets the Events.
+func (s *Syncer) kcpSide(e *related.Entry, origin, dest *unstructured.Unstructured) *unstructured.Unstructured {
+	if e.Origin == related.SideKcp {
+		return origin
+	}
+	return dest
+}
+
+// syncRelatedStatus copies the origin's status to the destination with
+// syncStatus, through the destination's status subresource.
+func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimeclient.Client, e *related.Entry, origin, dest *unstructured.Unstructured) (Result, error) {
+	if !e.SyncStatus {
+		return Result{}, nil
+	}
+	status, has := origin.Object["status"]
+	if equality.Semantic.DeepEqual(status, dest.Object["status"]) {
+		return Result{}, nil
+	}
+	warn := func() {
+		if s.Warned != nil && s.Warned.first(s.kcpSide(e, origin, dest)) {
+			s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeWarning, ReasonStatusSubresMissing,
+				"The related object's status cannot be copied: its type has no status subresource.")
+		}
+	}
+	if !e.DestinationType().HasStatus {
+		warn()
+		return Result{}, nil
+	}
+	updated := dest.DeepCopy()
+	if has {
+		updated.Object["status"] = status
+	} else {
+		delete(updated.Object, "status")
+	}
+	if err := destClient.Status().Update(ctx, updated); err != nil {
+		if apierrors.IsNotFound(err) {
+			warn()
+			return Result{}, nil
+		}
+		return Result{}, fmt.Errorf("failed to update the related object's status: %w", err)
+	}
+	return Result{Writes: 1, Requeue: true}, nil
+}
+
+// releaseSource handles a kcp-origin source in deletion: its copy goes,
+// then the finalizer.
+func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
+	res := Result{}
+	if !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
+		return res, nil
+	}
+	secretName := state.RelatedSecretName(rec)
+	stored, err := s.State.GetRelated(ctx, rec)
+	if err != nil {
+		return res, err
+	}
+	if stored != nil {
+		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), unstructuredRef(rec.Destination))
+		if err != nil {
+			return res, err
+		}
+		if deleted {
+			res.Writes++
+			s.Event(origin, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the related object's copy.")
+		}
+	}
+	if err := s.State.DeleteRelated(ctx, secretName); err != nil {
+		return res, err
+	}
+	r, err := s.removeFinalizer(ctx, ws, origin)
+	res.add(r)
+	return res, err
+}
+
+// removeFinalizer releases our finalizer from a kcp-side object.
+func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		return Result{}, nil
+	}
+	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return Result{}, fmt.Errorf("failed to remove the finalizer from %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was released by the service.")
+	return Result{Writes: 1}, nil
+}
+
+// releaseRecorded removes the finalizer from the recorded kcp-origin
+// source, if it still exists.
+func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.RelatedRecord) (Result, error) {
+	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
+		return Result{}, nil
+	}
+	origin := unstructuredRef(rec.Origin)
+	err := ws.Client.Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, origin)
+	if apierrors.IsNotFound(err) {
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
+	}
+	return s.removeFinalizer(ctx, ws, origin)
+}
+
+// pruneRelated drops the state of related objects the primary no longer
+// selects (their copies stay) and releases kcp-origin sources.
+func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary, keep sets.Set[string]) (Result, error) {
+	stored, err := s.State.ListRelated(ctx, p, "")
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{}
+	for _, st := range stored {
+		if keep.Has(st.SecretName) {
+			continue
+		}
+		r, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+		res.add(r)
+		if err != nil {
+			return res, err
+		}
+		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+	return res, nil
+}
+
+// updateRelatedAnnotations sets the related-resources annotations of obj
+// to want and removes stale ones (contract §4.2, §7 #17).
+func (s *Syncer) updateRelatedAnnotations(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, want map[string]string) (Result, error) {
+	have := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, keys.RelatedResourcesPrefix) {
+			have[k] = v
+		}
+	}
+	if maps.Equal(have, want) {
+		return Result{}, nil
+	}
+	changes := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(have)) {
+		if _, ok := want[k]; !ok {
+			changes[k] = nil
+		}
+	}
+	for k, v := range want {
+		changes[k] = v
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": changes}})
+	if err != nil {
+		return Result{}, fmt.Errorf("failed to encode the annotation patch: %w", err)
+	}
+	if err := ws.Client.Patch(ctx, obj, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+		return Result{}, fmt.Errorf("failed to update the related-resources annotations: %w", err)
+	}
+	return Result{Writes: 1, Requeue: true}, nil
+}
+
+// deleteRelated runs the related part of the primary's deletion (contract
+// §6.13): copies of kcp-origin objects and of entries with cleanup are
+// deleted, then kcp-origin sources are released. It works from the state
+// records, so it needs neither copy of the primary; sources the current
+// rules select but that have no record yet are released too.
+func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
+	res := Result{}
+	if len(s.Related) > 0 && local != nil {
+		primaries := related.Primaries{Kcp: obj, Service: local, ClusterName: ws.Cluster, ClusterPath: ws.Path}
+		readers := related.Readers{Kcp: ws.Client, Service: s.RelatedService}
+		for _, e := range s.Related {
+			if e.Origin != related.SideKcp {
+				continue
+			}
+			// Best effort: a resolution error only means nothing extra to release.
+			pairs, _ := e.Resolve(ctx, primaries, readers)
+			for _, pair := range pairs {
+				rec := state.Related{Primary: p, RelatedRecord: s.relatedRecord(e, pair)}
+				r, err := s.releaseSource(ctx, ws, e, rec, pair.Origin)
+				res.add(r)
+				if err != nil {
+					return res, err
+				}
+			}
+		}
+	}
+
+	stored, err := s.State.ListRelated(ctx, p, "")
+	if err != nil {
+		return res, err
+	}
+	for _, st := range stored {
+		cleanup := st.OriginSide == string(related.SideKcp)
+		if e := s.relatedEntry(st.Identifier); e != nil && e.Cleanup {
+			cleanup = true
+		}
+		if cleanup && st.Destination.Name != "" {
+			destSide := related.SideService
+			if st.OriginSide == string(related.SideService) {
+				destSide = related.SideKcp
+			}
+			deleted, err := deleteIfExists(ctx, s.side(ws, destSide), unstructuredRef(st.Destination))
+			if err != nil {
+				return res, err
+			}
+			if deleted {
+				res.Writes++
+				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
+			}
+		}
+		r, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+		res.add(r)
+		if err != nil {
+			return res, err
+		}
+		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+	return res, nil
+}
+
+func (s *Syncer) relatedEntry(identifier string) *related.Entry {
+	for _, e := range s.Related {
+		if e.Identifier == identifier {
+			return e
+		}
+	}
+	return nil
+}
+
+// deleteIfExists deletes obj; it reports whether a delete was issued.
+func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (bool, error) {
+	err := c.Delete(ctx, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return true, nil
+}
