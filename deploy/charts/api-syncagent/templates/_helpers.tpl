@@ -1,0 +1,108 @@
+{{/*
+Full name of the release's objects: fullnameOverride, else the release name
+when it already contains the chart name, else <release>-<chart name>.
+*/}}
+{{- define "api-syncagent.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The agent's namespace: namespaceOverride or the release namespace. */}}
+{{- define "api-syncagent.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride -}}
+{{- end -}}
+
+{{/* The agent name (--agent-name): agentName or the release name. */}}
+{{- define "api-syncagent.agentName" -}}
+{{- default .Release.Name .Values.agentName -}}
+{{- end -}}
+
+{{/* The image tag: image.tag or the chart's appVersion. */}}
+{{- define "api-syncagent.version" -}}
+{{- default .Chart.AppVersion .Values.image.tag -}}
+{{- end -}}
+
+{{/*
+Selector labels. They are those of the reference chart and must not change:
+a Deployment's selector is immutable.
+*/}}
+{{- define "api-syncagent.selectorLabels" -}}
+app.kubernetes.io/name: kcp-api-syncagent
+app.kubernetes.io/instance: {{ include "api-syncagent.agentName" . | quote }}
+{{- end -}}
+
+{{/* Labels of every object: extraLabels, overridden by the chart's own. */}}
+{{- define "api-syncagent.labels" -}}
+{{- $own := dict
+  "helm.sh/chart" (printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-")
+  "app.kubernetes.io/name" "kcp-api-syncagent"
+  "app.kubernetes.io/instance" (include "api-syncagent.agentName" .)
+  "app.kubernetes.io/version" (include "api-syncagent.version" . | trunc 63)
+  "app.kubernetes.io/managed-by" .Release.Service -}}
+{{- toYaml (merge $own (deepCopy (.Values.extraLabels | default dict))) -}}
+{{- end -}}
+
+{{/* Labels of the Pods: selector labels, version and extraLabels. */}}
+{{- define "api-syncagent.podLabels" -}}
+{{- $own := dict
+  "app.kubernetes.io/name" "kcp-api-syncagent"
+  "app.kubernetes.io/instance" (include "api-syncagent.agentName" .)
+  "app.kubernetes.io/version" (include "api-syncagent.version" . | trunc 63) -}}
+{{- toYaml (merge $own (deepCopy (.Values.extraLabels | default dict))) -}}
+{{- end -}}
+
+{{/* Name of the ServiceAccount the agent runs as. */}}
+{{- define "api-syncagent.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "api-syncagent.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The subject list of every binding: the agent's ServiceAccount. */}}
+{{- define "api-syncagent.subjects" -}}
+- kind: ServiceAccount
+  name: {{ include "api-syncagent.serviceAccountName" . | quote }}
+  namespace: {{ include "api-syncagent.namespace" . | quote }}
+{{- end -}}
+
+{{/* Metadata lines shared by the RBAC objects: labels and `annotations`. */}}
+{{- define "api-syncagent.rbacMeta" -}}
+labels:
+  {{- include "api-syncagent.labels" . | nindent 2 }}
+{{- with .Values.annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Image pull secrets: names or {name: ...} objects. */}}
+{{- define "api-syncagent.imagePullSecrets" -}}
+{{- range .Values.global.imagePullSecrets }}
+{{- if kindIs "map" . }}
+- {{ toYaml . | trim }}
+{{- else }}
+- name: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The kcp-side reference flag; one of the two values is required. */}}
+{{- define "api-syncagent.refFlag" -}}
+{{- if .Values.apiExportEndpointSliceName -}}
+--apiexportendpointslice-ref={{ .Values.apiExportEndpointSliceName }}
+{{- else if .Values.apiExportName -}}
+--apiexport-ref={{ .Values.apiExportName }}
+{{- else -}}
+{{- fail "either apiExportEndpointSliceName or apiExportName must be set" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,92 @@
+// Package chart renders the Helm chart in deploy/charts/api-syncagent with
+// the Helm SDK (no helm binary), as `helm template` would. Its unit tests
+// lint the chart and assert the rendered objects; the e2e test
+// (test/e2e/chart_test.go) installs what Render returns into a real
+// kube-apiserver.
+package chart
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// Dir returns the chart's directory.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "charts", "api-syncagent")
+}
+
+// CRDSourceDir returns the directory of the generated CRDs the chart copies.
+func CRDSourceDir() string {
+	return filepath.Join(Dir(), "..", "..", "crd")
+}
+
+var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
+
+// Render renders the chart for an install of release name into namespace
+// with the given values (merged over values.yaml and validated against
+// values.schema.json) and returns the objects in template order.
+func Render(name, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	ch, err := loader.Load(Dir())
+	if err != nil {
+		return nil, fmt.Errorf("failed to load the chart: %w", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("failed to compute the values: %w", err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("failed to render the chart: %w", err)
+	}
+
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	var objs []*unstructured.Unstructured
+	for _, n := range names {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			continue
+		}
+		for i, doc := range documentSeparator.Split(files[n], -1) {
+			if len(bytes.TrimSpace([]byte(doc))) == 0 {
+				continue
+			}
+			m := map[string]any{}
+			if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
+				return nil, fmt.Errorf("%s, document %d: invalid YAML: %w\n%s", n, i, err, doc)
+			}
+			if len(m) == 0 {
+				continue
+			}
+			objs = append(objs, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return objs, nil
+}
+
+// Find returns the rendered object of the given kind and name, or nil.
+func Find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
