@@ -17,7 +17,7 @@ LDFLAGS   := -X github.com/kcp-syncagent/api-syncagent/internal/version.Version=
 E2E_TIMEOUT  ?= 60m
 E2E_PARALLEL ?= 2
 E2E_RUN      ?= .
-UNIT_PKGS    := ./cmd/... ./internal/...
+UNIT_PKGS    := ./cmd/... ./internal/... ./test/chart/...
 
 BUILD_TOOL := hack/build-tool.sh
 
@@ -55,8 +55,9 @@ test-e2e: testbed build ## e2e tests against real kcp and kube-apiserver (E2E_RU
 		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
 
 .PHONY: codegen
-codegen: ## Regenerate deepcopy code and CRDs.
+codegen: ## Regenerate deepcopy code and CRDs (and the Helm chart's copy of the CRDs).
 	hack/codegen.sh
+	$(MAKE) --no-print-directory chart-crds
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted or go vet complains.
@@ -65,6 +66,26 @@ verify: ## Fail when generated files are stale, code is unformatted or go vet co
 .PHONY: lint
 lint: ## Run golangci-lint (built from the Go module proxy, config in .golangci.yml).
 	$$($(BUILD_TOOL) hack/tools/golangci-lint github.com/golangci/golangci-lint/v2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint golangci-lint tools) run ./...
+
+# The Helm chart (deploy/charts/api-syncagent). Its unit tests (test/chart)
+# run with test-unit and fail when the CRD copy or the README are stale.
+CHART_DIR        := deploy/charts/api-syncagent
+CONTAINER_ENGINE ?= docker
+IMAGE            ?= ghcr.io/kcp-syncagent/api-syncagent:$(VERSION)
+
+.PHONY: chart-crds
+chart-crds: ## Copy deploy/crd/*.yaml into the chart (its crds.yaml template adds the crds.enabled gate and the keep annotation).
+	rm -f $(CHART_DIR)/crd/*.yaml
+	cp deploy/crd/*.yaml $(CHART_DIR)/crd/
+
+.PHONY: chart-readme
+chart-readme: ## Regenerate the values table of the chart's README from the comments in values.yaml.
+	UPDATE_README=true go test -count=1 -run TestREADME ./test/chart/
+
+.PHONY: image
+image: ## Build the container image $(IMAGE); needs a container engine (CONTAINER_ENGINE=docker or podman).
+	@command -v $(CONTAINER_ENGINE) >/dev/null || { echo "make image needs a container engine: install docker or podman (CONTAINER_ENGINE=podman)" >&2; exit 1; }
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
 
 .PHONY: demo
 demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.
