@@ -1,8 +1,9 @@
-// Package validation checks what the CRD cannot (contract §2.10): templates
-// and regular expressions that do not compile, identifiers that cannot be
-// used in annotation keys, and configurations that work but are ambiguous.
-// The result is the PublishedResource's ConfigValid condition; it is
-// computed once per PublishedResource generation, not per object.
+// Package validation checks what the CRD cannot (contract §2.10): templates,
+// regular expressions and CEL expressions that do not compile, empty mutation
+// paths, identifiers that cannot be used in annotation keys, and
+// configurations that work but are ambiguous. The result is the
+// PublishedResource's ConfigValid condition; it is computed once per
+// PublishedResource generation, not per object.
 package validation
 
 import (
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/templating"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -118,6 +120,20 @@ func (c *checker) regex(path, pattern string) {
 	}
 }
 
+func (c *checker) cel(path, expression string) {
+	if err := mutation.CompileCEL(expression); err != nil {
+		c.invalid("%s: invalid CEL expression: %v", path, err)
+	}
+}
+
+// mutationPath checks the path of a mutation member: neither gjson nor sjson
+// accepts an empty one.
+func (c *checker) mutationPath(path, p string) {
+	if p == "" {
+		c.invalid("%s: must not be empty", path)
+	}
+}
+
 // member is one of several mutually exclusive fields.
 type member struct {
 	name string
@@ -150,11 +166,20 @@ func (c *checker) mutations(path string, spec *syncagentv1alpha1.ResourceMutatio
 		for i, m := range list.items {
 			p := fmt.Sprintf("%s.%s[%d]", path, list.name, i)
 			c.used(p, member{"delete", m.Delete != nil}, member{"regex", m.Regex != nil}, member{"template", m.Template != nil}, member{"cel", m.CEL != nil})
+			if m.Delete != nil {
+				c.mutationPath(p+".delete.path", m.Delete.Path)
+			}
 			if m.Regex != nil {
+				c.mutationPath(p+".regex.path", m.Regex.Path)
 				c.regex(p+".regex.pattern", m.Regex.Pattern)
 			}
 			if m.Template != nil {
+				c.mutationPath(p+".template.path", m.Template.Path)
 				c.template(p+".template.template", m.Template.Template)
+			}
+			if m.CEL != nil {
+				c.mutationPath(p+".cel.path", m.CEL.Path)
+				c.cel(p+".cel.expression", m.CEL.Expression)
 			}
 		}
 	}

@@ -43,6 +43,54 @@ func TestCheck(t *testing.T) {
 			wantMsg: []string{"spec.mutation.spec[0].regex.pattern: invalid regular expression", "spec.mutation.status[0].template.template: invalid template"},
 		},
 		{
+			name: "valid CEL mutations",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+				Spec:   []syncagentv1alpha1.ResourceMutation{{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "spec.x", Expression: `other == null ? value : self.metadata.name`}}},
+				Status: []syncagentv1alpha1.ResourceMutation{{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "status.n", Expression: "size(self.status.items)"}}},
+			}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
+			name: "broken CEL mutations",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+					Status: []syncagentv1alpha1.ResourceMutation{
+						{Delete: &syncagentv1alpha1.ResourceDeleteMutation{Path: "status.x"}},
+						{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "status.x", Expression: "1 +"}},
+					},
+				},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{{
+					Identifier: "creds", Origin: "kcp", Kind: "Secret", Object: ref,
+					Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+						Spec: []syncagentv1alpha1.ResourceMutation{{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "data.x", Expression: "object.data"}}},
+					},
+				}},
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{
+				"spec.mutation.status[1].cel.expression: invalid CEL expression", "Syntax error",
+				"spec.related[0].mutation.spec[0].cel.expression: invalid CEL expression", "undeclared reference to 'object'",
+			},
+		},
+		{
+			name: "empty mutation paths",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+				Spec: []syncagentv1alpha1.ResourceMutation{
+					{Delete: &syncagentv1alpha1.ResourceDeleteMutation{}},
+					{Regex: &syncagentv1alpha1.ResourceRegexMutation{Replacement: "x"}},
+					{Template: &syncagentv1alpha1.ResourceTemplateMutation{Template: "x"}},
+					{CEL: &syncagentv1alpha1.ResourceCELMutation{Expression: "1"}},
+				},
+			}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{
+				"spec.mutation.spec[0].delete.path: must not be empty",
+				"spec.mutation.spec[1].regex.path: must not be empty",
+				"spec.mutation.spec[2].template.path: must not be empty",
+				"spec.mutation.spec[3].cel.path: must not be empty",
+			},
+		},
+		{
 			name: "several mutation members are ambiguous",
 			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
 				Spec: []syncagentv1alpha1.ResourceMutation{{Delete: &syncagentv1alpha1.ResourceDeleteMutation{Path: "a"}, CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "a", Expression: "1"}}},
