@@ -25,6 +25,13 @@ const agentStopGrace = 30 * time.Second
 // the test's artifacts directory; it is stopped when the test ends.
 func StartAgent(t T, args ...string) *Agent {
 	t.Helper()
+	return StartAgentWithEnv(t, nil, args...)
+}
+
+// StartAgentWithEnv is StartAgent with extra environment variables
+// ("NAME=value") for the agent process, on top of the test's own.
+func StartAgentWithEnv(t T, env []string, args ...string) *Agent {
+	t.Helper()
 	bin, err := RequireEnv(EnvAgentBin)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +47,7 @@ func StartAgent(t T, args ...string) *Agent {
 	}
 	dir := ArtifactsDir(t)
 	logPath := filepath.Join(dir, fmt.Sprintf("agent-%d.log", time.Now().UnixNano()))
-	p, err := StartProcess("agent", bin, logPath, args, nil)
+	p, err := StartProcess("agent", bin, logPath, args, env)
 	if err != nil {
 		t.Fatal(err)
 	}
