@@ -1,0 +1,306 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+const cleanupFinalizer = "syncagent.kcp.io/cleanup"
+
+// openThingCRD is the test CRD with a spec that keeps unknown fields, so
+// that related references and mutations have room to work.
+func openThingCRD() *apiextensionsv1.CustomResourceDefinition {
+	crd := framework.TestCRD("example.com", "Thing", "v1")
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	spec.XPreserveUnknownFields = ptrTo(true)
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	return crd
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// relatedThingsPR publishes Things with three related entries and spec and
+// status mutations:
+//   - credentials: a Secret created on the service side next to the local
+//     copy (owned by it, watched byOwner), copied to kcp, cleaned up;
+//   - config: ConfigMaps named by the array spec.configMaps in kcp, copied
+//     to the service cluster as Secrets (projection) with a CEL mutation
+//     that moves data to stringData;
+//   - labelled: service-side ConfigMaps selected by a templated label
+//     selector per primary, renamed by a rewrite template.
+func relatedThingsPR() *syncagentv1alpha1.PublishedResource {
+	return thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{
+			Spec: []syncagentv1alpha1.ResourceMutation{
+				{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "spec.color", Pattern: "^(.*)$", Replacement: "dark-$1"}},
+				{Delete: &syncagentv1alpha1.ResourceDeleteMutation{Path: "spec.secret"}},
+				{Template: &syncagentv1alpha1.ResourceTemplateMutation{Path: "spec.origin", Template: "{{ .Self.metadata.name }} & {{ .Value }}"}},
+			},
+			Status: []syncagentv1alpha1.ResourceMutation{
+				{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "status.summary", Expression: `has(self.status) && has(self.status.phase) ? "phase " + self.status.phase : "pending"`}},
+			},
+		}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{
+			{
+				Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+				Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+					Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
+				}},
+				Watch:   &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
+				Cleanup: true,
+			},
+			{
+				Identifier: "config", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Version: "v1", Resource: "configmaps",
+				Projection: &syncagentv1alpha1.RelatedResourceProjection{Resource: "secrets"},
+				Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+					Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.configMaps"},
+				}},
+				Mutation: &syncagentv1alpha1.ResourceMutationSpec{Spec: []syncagentv1alpha1.ResourceMutation{
+					{CEL: &syncagentv1alpha1.ResourceCELMutation{Path: "stringData", Expression: "self.data"}},
+					{Delete: &syncagentv1alpha1.ResourceDeleteMutation{Path: "data"}},
+				}},
+			},
+			{
+				Identifier: "labelled", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindConfigMap,
+				Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+					Selector: &syncagentv1alpha1.RelatedResourceObjectSelector{
+						LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "{{ .RemoteObject.metadata.name }}"}},
+						Rewrite:       syncagentv1alpha1.RelatedResourceSelectorRewrite{Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Value }}-copy"}},
+					},
+				}},
+				Watch: &syncagentv1alpha1.RelatedResourceWatch{BySelector: &metav1.LabelSelector{MatchLabels: map[string]string{"watched": "yes"}}},
+			},
+		}
+	})
+}
+
+func getObject(ctx context.Context, c ctrlruntimeclient.Client, obj ctrlruntimeclient.Object, namespace, name string) error {
+	return c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
+}
+
+// waitGone waits until obj is deleted.
+func waitGone(t *testing.T, c ctrlruntimeclient.Client, obj ctrlruntimeclient.Object, what string) {
+	t.Helper()
+	framework.WaitFor(t, syncTimeout, what+" to be gone", func(ctx context.Context) (bool, error) {
+		err := getObject(ctx, c, obj, obj.GetNamespace(), obj.GetName())
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+// waitReleased waits until the kcp ConfigMap has lost our finalizer.
+func waitReleased(t *testing.T, consumer *framework.Workspace, name string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	framework.WaitFor(t, syncTimeout, name+" released", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, cm, "default", name); err != nil {
+			return false, err
+		}
+		return !controllerutilContains(cm.Finalizers, cleanupFinalizer), nil
+	})
+}
+
+// TestRelatedResources covers both origins, the three locating mechanisms,
+// projection, watches, mutations on spec and status, the annotation on the
+// kcp primary, cleanup on and off, and the release of kcp-origin sources.
+func TestRelatedResources(t *testing.T) {
+	t.Parallel()
+	f, consumers, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()},
+		[]*syncagentv1alpha1.PublishedResource{relatedThingsPR()}, 1)
+	consumer := consumers[0]
+	ctx := t.Context()
+	svc := f.Service.Client
+
+	// kcp-origin ConfigMaps first, then two primaries.
+	for i := 1; i <= 3; i++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cfg-%d", i)}, Data: map[string]string{"key": fmt.Sprintf("value-%d", i)}}
+		framework.Must(t, consumer.Client.Create(ctx, cm), "create ConfigMap")
+	}
+	configMaps := map[string][]any{"a": {"cfg-1", "cfg-2"}, "b": {"cfg-3"}}
+	for _, name := range []string{"a", "b"} {
+		thing := newObject(kcpThing, "default", name, map[string]any{"color": "blue", "secret": "s3cret", "origin": "kcp", "configMaps": configMaps[name]})
+		framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing %s", name)
+	}
+
+	localNS := consumer.ClusterName
+	localName := map[string]string{}
+	framework.WaitFor(t, syncTimeout, "both local copies", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, svc, consumer.ClusterName)
+		if err != nil || len(items) != 2 {
+			return false, err
+		}
+		for _, it := range items {
+			localName[it.GetAnnotations()["syncagent.kcp.io/remote-object-name"]] = it.GetName()
+		}
+		return true, nil
+	})
+
+	// Spec mutations: regex, delete, template (no HTML escaping).
+	localA := waitLocal(t, svc, localThing, localNS, localName["a"])
+	if got, _, _ := unstructured.NestedString(localA.Object, "spec", "color"); got != "dark-blue" {
+		t.Errorf("local spec.color = %q, want dark-blue (regex mutation)", got)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(localA.Object, "spec", "secret"); found {
+		t.Errorf("local spec.secret exists, want it deleted by the mutation")
+	}
+	if got, _, _ := unstructured.NestedString(localA.Object, "spec", "origin"); got != "a & kcp" {
+		t.Errorf("local spec.origin = %q, want %q (template mutation)", got, "a & kcp")
+	}
+
+	// kcp origin, array reference, projected into Secrets with a CEL mutation.
+	for i := 1; i <= 3; i++ {
+		secret := &corev1.Secret{}
+		name := fmt.Sprintf("cfg-%d", i)
+		framework.WaitFor(t, syncTimeout, "Secret "+name+" on the service cluster", func(ctx context.Context) (bool, error) {
+			return true, getObject(ctx, svc, secret, localNS, name)
+		})
+		if got := string(secret.Data["key"]); got != fmt.Sprintf("value-%d", i) {
+			t.Errorf("Secret %s data.key = %q, want value-%d", name, got, i)
+		}
+		for k := range secret.Labels {
+			if len(k) > 16 && k[:16] == "syncagent.kcp.io" {
+				t.Errorf("related copy %s carries agent label %s", name, k)
+			}
+		}
+		cm := &corev1.ConfigMap{}
+		framework.Must(t, getObject(ctx, consumer.Client, cm, "default", name), "get ConfigMap")
+		if !controllerutilContains(cm.Finalizers, cleanupFinalizer) {
+			t.Errorf("kcp-origin ConfigMap %s lacks the finalizer: %v", name, cm.Finalizers)
+		}
+	}
+
+	// Service origin, template name, owned by the local copy (watch byOwner).
+	creds := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: localName["a"] + "-credentials",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Thing", Name: localA.GetName(), UID: localA.GetUID()}}},
+		Data: map[string][]byte{"password": []byte("first")},
+	}
+	framework.Must(t, svc.Create(ctx, creds), "create credentials Secret")
+	kcpCreds := &corev1.Secret{}
+	framework.WaitFor(t, syncTimeout, "the credentials in kcp", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, kcpCreds, "default", "a-credentials"); err != nil {
+			return false, ctrlruntimeclient.IgnoreNotFound(err)
+		}
+		return string(kcpCreds.Data["password"]) == "first", nil
+	})
+	if len(kcpCreds.OwnerReferences) > 0 {
+		t.Errorf("kcp copy carries ownerReferences: %v", kcpCreds.OwnerReferences)
+	}
+	creds.Data["password"] = []byte("second")
+	framework.Must(t, svc.Update(ctx, creds), "update credentials Secret")
+	framework.WaitFor(t, syncTimeout, "the credentials change in kcp (watch byOwner)", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, kcpCreds, "default", "a-credentials"); err != nil {
+			return false, err
+		}
+		return string(kcpCreds.Data["password"]) == "second", nil
+	})
+
+	// Templated selectors, rendered per primary.
+	for _, name := range []string{"a", "b"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cm-" + name, Labels: map[string]string{"app": name, "watched": "yes"}},
+			Data: map[string]string{"for": name}}
+		framework.Must(t, svc.Create(ctx, cm), "create labelled ConfigMap")
+	}
+	for _, name := range []string{"a", "b"} {
+		cm := &corev1.ConfigMap{}
+		framework.WaitFor(t, syncTimeout, "cm-"+name+"-copy in kcp", func(ctx context.Context) (bool, error) {
+			return true, getObject(ctx, consumer.Client, cm, "default", "cm-"+name+"-copy")
+		})
+		if cm.Data["for"] != name {
+			t.Errorf("cm-%s-copy has data %v, want for=%s", name, cm.Data, name)
+		}
+	}
+
+	// The kcp primaries list their service-origin related objects.
+	thing := &unstructured.Unstructured{}
+	thing.SetGroupVersionKind(kcpThing)
+	wantAnnotations := map[string]string{
+		"related-resources.syncagent.kcp.io/credentials.0": `{"namespace":"default","name":"a-credentials","apiVersion":"v1","kind":"Secret"}`,
+		"related-resources.syncagent.kcp.io/labelled.0":    `{"namespace":"default","name":"cm-a-copy","apiVersion":"v1","kind":"ConfigMap"}`,
+	}
+	framework.WaitFor(t, syncTimeout, "the related-resources annotations on a", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, thing, "default", "a"); err != nil {
+			return false, err
+		}
+		got := map[string]string{}
+		for k, v := range thing.GetAnnotations() {
+			if len(k) > 34 && k[:34] == "related-resources.syncagent.kcp.io" {
+				got[k] = v
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(wantAnnotations), nil
+	})
+	for k, v := range wantAnnotations {
+		if !json.Valid([]byte(v)) {
+			t.Errorf("annotation %s is not JSON: %s", k, v)
+		}
+	}
+
+	// Status mutation (CEL) on the way up.
+	framework.Must(t, getObject(ctx, svc, localA, localNS, localName["a"]), "get local a")
+	framework.Must(t, unstructured.SetNestedField(localA.Object, "Ready", "status", "phase"), "set phase")
+	framework.Must(t, svc.Status().Update(ctx, localA), "update local status")
+	framework.WaitFor(t, syncTimeout, "the mutated status in kcp", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, thing, "default", "a"); err != nil {
+			return false, err
+		}
+		summary, _, _ := unstructured.NestedString(thing.Object, "status", "summary")
+		return summary == "phase Ready", nil
+	})
+
+	// Deleting a: its copies of kcp-origin objects and of the cleanup entry
+	// go, the labelled copy (no cleanup) stays, the sources are released.
+	framework.Must(t, consumer.Client.Delete(ctx, thing), "delete Thing a")
+	waitGone(t, consumer.Client, thing, "Thing a")
+	waitGone(t, consumer.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-credentials"}}, "the kcp credentials copy (cleanup)")
+	if err := getObject(ctx, consumer.Client, &corev1.ConfigMap{}, "default", "cm-a-copy"); err != nil {
+		t.Errorf("cm-a-copy (no cleanup) should stay in kcp: %v", err)
+	}
+	for i := 1; i <= 2; i++ {
+		name := fmt.Sprintf("cfg-%d", i)
+		waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: name}}, "the service copy of "+name)
+		waitReleased(t, consumer, name)
+	}
+	cfg3 := &corev1.ConfigMap{}
+	framework.Must(t, getObject(ctx, consumer.Client, cfg3, "default", "cfg-3"), "get cfg-3")
+	if !controllerutilContains(cfg3.Finalizers, cleanupFinalizer) {
+		t.Errorf("cfg-3 (related to b) lost its finalizer when a was deleted")
+	}
+	// The state of a's related objects is gone with a's.
+	var states corev1.SecretList
+	framework.Must(t, svc.List(ctx, &states, ctrlruntimeclient.InNamespace(framework.AgentNamespace),
+		ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-name-hash": objmeta.Hash("a")}), "list state Secrets")
+	if len(states.Items) != 0 {
+		t.Errorf("%d state Secrets of a remain", len(states.Items))
+	}
+
+	// Deleting b releases its ConfigMap and removes its copy.
+	thingB := &unstructured.Unstructured{}
+	thingB.SetGroupVersionKind(kcpThing)
+	framework.Must(t, getObject(ctx, consumer.Client, thingB, "default", "b"), "get Thing b")
+	framework.Must(t, consumer.Client.Delete(ctx, thingB), "delete Thing b")
+	waitGone(t, consumer.Client, thingB, "Thing b")
+	waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cfg-3"}}, "the service copy of cfg-3")
+	waitReleased(t, consumer, "cfg-3")
+	// A released source can be deleted.
+	framework.Must(t, consumer.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}), "delete cfg-1")
+	waitGone(t, consumer.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}, "cfg-1")
+}
