@@ -28,12 +28,12 @@ func ResourceInfo(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResour
 	var info TypeInfo
 	found := false
 	for _, res := range list.APIResources {
-		switch {
-		case res.Name == gvr.Resource:
+		switch res.Name {
+		case gvr.Resource:
 			found = true
 			info.GVK = gvr.GroupVersion().WithKind(res.Kind)
 			info.Namespaced = res.Namespaced
-		case res.Name == gvr.Resource+"/status":
+		case gvr.Resource + "/status":
 			info.HasStatus = true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -101,24 +102,8 @@ func RequiredClaims(prs []syncagentv1alpha1.PublishedResource, exportGRs sets.Se
 // KcpSideGR is the group/resource of a related resource in kcp: the origin
 // type for kcp-origin entries, the projected type for service-origin ones.
 func KcpSideGR(rel syncagentv1alpha1.RelatedResourceSpec) schema.GroupResource {
-	//nolint:staticcheck // the deprecated kind form must keep working (contract §2.9).
-	kind := rel.Kind
-	gr := schema.GroupResource{Group: rel.Group, Resource: rel.Resource}
-	switch kind {
-	case syncagentv1alpha1.RelatedResourceKindConfigMap:
-		gr = schema.GroupResource{Resource: "configmaps"}
-	case syncagentv1alpha1.RelatedResourceKindSecret:
-		gr = schema.GroupResource{Resource: "secrets"}
-	}
-	if rel.Origin == syncagentv1alpha1.RelatedResourceOriginService && rel.Projection != nil {
-		if rel.Projection.Group != "" {
-			gr.Group = rel.Projection.Group
-		}
-		if rel.Projection.Resource != "" {
-			gr.Resource = rel.Projection.Resource
-		}
-	}
-	return gr
+	kcp, _ := related.GVRs(&rel)
+	return kcp.GroupResource()
 }
 
 // MergeClaims appends the required claims that are missing as claims for all

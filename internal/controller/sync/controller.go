@@ -61,6 +61,11 @@ func init() { //nolint:gochecknoinits // metrics must be registered once, before
 	ctrlmetrics.Registry.MustRegister(Conflicts)
 }
 
+// ErrInvalidConfig marks errors of New that come from the PublishedResource
+// itself (a template, regex, CEL expression or selector that does not
+// compile): retrying cannot help until the PublishedResource changes.
+var ErrInvalidConfig = errors.New("invalid PublishedResource")
+
 // Options describe one sync controller.
 type Options struct {
 	// PublishedResource is a private copy; the controller never modifies it.
@@ -102,7 +107,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	pr := opts.PublishedResource
 	namer, err := naming.NewNamer(pr.Spec.Naming)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	var specRules, statusRules []syncagentv1alpha1.ResourceMutation
 	if m := pr.Spec.Mutation; m != nil {
@@ -110,11 +115,11 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	}
 	specMutator, err := mutation.Compile(specRules)
 	if err != nil {
-		return nil, fmt.Errorf("spec.mutation.spec: %w", err)
+		return nil, fmt.Errorf("%w: spec.mutation.spec: %w", ErrInvalidConfig, err)
 	}
 	statusMutator, err := mutation.Compile(statusRules)
 	if err != nil {
-		return nil, fmt.Errorf("spec.mutation.status: %w", err)
+		return nil, fmt.Errorf("%w: spec.mutation.status: %w", ErrInvalidConfig, err)
 	}
 	if len(opts.RelatedTypes) != len(pr.Spec.Related) {
 		return nil, fmt.Errorf("the types of %d related entries are needed, got %d", len(pr.Spec.Related), len(opts.RelatedTypes))
@@ -123,7 +128,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	for i := range pr.Spec.Related {
 		e, err := related.Compile(&pr.Spec.Related[i], opts.RelatedTypes[i].Kcp, opts.RelatedTypes[i].Service)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: spec.related[%d]: %w", ErrInvalidConfig, i, err)
 		}
 		entries = append(entries, e)
 	}
@@ -131,12 +136,12 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	if f := pr.Spec.Filter; f != nil {
 		if f.Resource != nil {
 			if resourceFilter, err = metav1.LabelSelectorAsSelector(f.Resource); err != nil {
-				return nil, fmt.Errorf("invalid spec.filter.resource: %w", err)
+				return nil, fmt.Errorf("%w: spec.filter.resource: %w", ErrInvalidConfig, err)
 			}
 		}
 		if f.Namespace != nil {
 			if namespaceFilter, err = metav1.LabelSelectorAsSelector(f.Namespace); err != nil {
-				return nil, fmt.Errorf("invalid spec.filter.namespace: %w", err)
+				return nil, fmt.Errorf("%w: spec.filter.namespace: %w", ErrInvalidConfig, err)
 			}
 		}
 	}

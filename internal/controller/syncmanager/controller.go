@@ -331,7 +331,12 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		})
 	})
 	if err != nil {
-		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", err), reconcile.Result{}, err
+		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", err)
+		if errors.Is(err, syncctrl.ErrInvalidConfig) {
+			// Terminal until the PublishedResource changes (ConfigValid says why).
+			return cond, reconcile.Result{}, nil
+		}
+		return cond, reconcile.Result{}, err
 	}
 	if disabled {
 		return syncDisabled(), reconcile.Result{}, nil

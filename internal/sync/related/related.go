@@ -84,6 +84,7 @@ func (e *Entry) Destination() Side {
 // the destination resource (the origin one with the projection's parts).
 func GVRs(rel *syncagentv1alpha1.RelatedResourceSpec) (kcp, service schema.GroupVersionResource) {
 	origin := schema.GroupVersionResource{Group: rel.Group, Version: rel.Version, Resource: rel.Resource}
+	//nolint:staticcheck // the deprecated kind form must keep working (contract §2.9).
 	switch rel.Kind {
 	case syncagentv1alpha1.RelatedResourceKindConfigMap:
 		origin = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
