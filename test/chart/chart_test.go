@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
@@ -620,5 +621,37 @@ func TestCRDCopyIsCurrent(t *testing.T) {
 		if o.GetKind() == "CustomResourceDefinition" {
 			t.Errorf("CRD %s rendered with crds.enabled=false", o.GetName())
 		}
+	}
+}
+
+// TestRender_objectsFitTheirTypes decodes every rendered object strictly
+// into its Go type (unknown or misplaced fields fail), for the defaults and
+// for every value set; the ServiceMonitor, whose type is not vendored, is
+// checked for its kind only.
+func TestRender_objectsFitTheirTypes(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for name, values := range map[string]map[string]any{"defaults": required(), "allValues": allValues(), "switchesOff": switchesOff()} {
+		t.Run(name, func(t *testing.T) {
+			for _, o := range render(t, values) {
+				gvk := o.GroupVersionKind()
+				if gvk.Group == "monitoring.coreos.com" && gvk.Kind == "ServiceMonitor" {
+					continue
+				}
+				typed, err := scheme.New(gvk)
+				if err != nil {
+					t.Errorf("%s %s: unknown type: %v", gvk, o.GetName(), err)
+					continue
+				}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, typed, true); err != nil {
+					t.Errorf("%s %s: %v", gvk.Kind, o.GetName(), err)
+				}
+			}
+		})
 	}
 }
