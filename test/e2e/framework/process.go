@@ -98,6 +98,9 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// Pid returns the process id (the leader of its own process group).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Logs returns the log file's content so far.
 func (p *Process) Logs() string {
 	b, _ := os.ReadFile(p.LogPath)
