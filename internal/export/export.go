@@ -10,6 +10,7 @@ package export
 import (
 	"cmp"
 	"slices"
+	"strings"
 
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
@@ -87,7 +88,10 @@ func RequiredClaims(prs []syncagentv1alpha1.PublishedResource, exportGRs sets.Se
 		}
 		for _, rel := range pr.Spec.Related {
 			gr := KcpSideGR(rel)
-			if !exportGRs.Has(gr) {
+			// A type that is neither built in nor claimed by identity can only
+			// be one of this export's own (kcp rejects such claims), possibly
+			// not exported yet.
+			if !exportGRs.Has(gr) && (rel.IdentityHash != "" || builtInGroup(gr.Group)) {
 				claims.Insert(Claim{Group: gr.Group, Resource: gr.Resource, IdentityHash: rel.IdentityHash})
 			}
 		}
@@ -104,6 +108,12 @@ func RequiredClaims(prs []syncagentv1alpha1.PublishedResource, exportGRs sets.Se
 func KcpSideGR(rel syncagentv1alpha1.RelatedResourceSpec) schema.GroupResource {
 	kcp, _ := related.GVRs(&rel)
 	return kcp.GroupResource()
+}
+
+// builtInGroup reports whether group holds Kubernetes built-in types: the
+// core group, groups without a dot (apps, batch, ...) and *.k8s.io.
+func builtInGroup(group string) bool {
+	return !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
 }
 
 // MergeClaims appends the required claims that are missing as claims for all

@@ -95,6 +95,15 @@ func TestRequiredClaims(t *testing.T) {
 			exportGRs: []schema.GroupResource{{Group: "mine.io", Resource: "things"}},
 			want:      []Claim{{Resource: "events"}, {Resource: "namespaces"}, {Resource: "secrets"}, {Group: "other.io", Resource: "certs", IdentityHash: "abc"}},
 		},
+		{
+			name: "a non-built-in type without identity is this export's own, even before it is exported; built-in groups are claimed",
+			prs: []syncagentv1alpha1.PublishedResource{related(
+				syncagentv1alpha1.RelatedResourceSpec{Origin: "service", Group: "example.com", Version: "v1", Resource: "gadgets", Projection: &syncagentv1alpha1.RelatedResourceProjection{Group: "kcp.example.com"}},
+				syncagentv1alpha1.RelatedResourceSpec{Origin: "kcp", Group: "apps", Version: "v1", Resource: "deployments"},
+				syncagentv1alpha1.RelatedResourceSpec{Origin: "kcp", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+			)},
+			want: []Claim{{Resource: "events"}, {Resource: "namespaces"}, {Group: "apps", Resource: "deployments"}, {Group: "rbac.authorization.k8s.io", Resource: "roles"}},
+		},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {

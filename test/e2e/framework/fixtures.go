@@ -162,6 +162,14 @@ func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 func (k *Kcp) BindConsumer(t T, org *Workspace, exportName string, claims []kcpapisv1alpha2.PermissionClaim) *Workspace {
 	t.Helper()
 	ws := k.CreateWorkspace(t, org.Path, RandomName("consumer"), "universal")
+	BindExport(t, ws, org.Path, exportName, claims)
+	return ws
+}
+
+// BindExport creates an APIBinding in ws to the export at exportPath with
+// every claim accepted, and waits until it is bound.
+func BindExport(t T, ws *Workspace, exportPath, exportName string, claims []kcpapisv1alpha2.PermissionClaim) {
+	t.Helper()
 	accepted := make([]kcpapisv1alpha2.AcceptablePermissionClaim, 0, len(claims))
 	for _, c := range claims {
 		accepted = append(accepted, kcpapisv1alpha2.AcceptablePermissionClaim{
@@ -175,20 +183,19 @@ func (k *Kcp) BindConsumer(t T, org *Workspace, exportName string, claims []kcpa
 	binding := &kcpapisv1alpha2.APIBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: exportName},
 		Spec: kcpapisv1alpha2.APIBindingSpec{
-			Reference:        kcpapisv1alpha2.BindingReference{Export: &kcpapisv1alpha2.ExportBindingReference{Path: org.Path, Name: exportName}},
+			Reference:        kcpapisv1alpha2.BindingReference{Export: &kcpapisv1alpha2.ExportBindingReference{Path: exportPath, Name: exportName}},
 			PermissionClaims: accepted,
 		},
 	}
 	if err := ws.Client.Create(t.Context(), binding); err != nil {
 		t.Fatalf("failed to create APIBinding in %s: %v", ws.Path, err)
 	}
-	WaitFor(t, bindingReadyTimeout, "APIBinding in "+ws.Path+" to be bound", func(ctx context.Context) (bool, error) {
+	WaitFor(t, bindingReadyTimeout, "APIBinding "+exportName+" in "+ws.Path+" to be bound", func(ctx context.Context) (bool, error) {
 		if err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding); err != nil {
 			return false, err
 		}
 		return binding.Status.Phase == kcpapisv1alpha2.APIBindingPhaseBound, nil
 	})
-	return ws
 }
 
 // WriteKubeconfig writes cfg (token or client certificate auth) as a
