@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// direct is the physical reference: the bench itself creates N objects of
+// the local type in the service kube-apiserver with the same parallelism,
+// then sets their status, updates their spec and deletes them. Each
+// latency is the call's duration, the throughput N over the wall time. It
+// runs before the agent starts, so nothing else loads the machine.
+func (e *env) direct() {
+	n := e.cfg.Objects
+	c := e.svcDyn.Resource(localGVR).Namespace(directNamespace)
+	objs := make([]*unstructured.Unstructured, n)
+
+	start, done, calls := e.parallel(n, func(ctx context.Context, i int) error {
+		u, err := c.Create(ctx, newThing(localGVR, directNamespace, objectName(i)), metav1.CreateOptions{})
+		objs[i] = u
+		return err
+	})
+	e.res.Phases["direct-create"] = callPhase(start, done, calls)
+
+	start, done, calls = e.parallel(n, func(ctx context.Context, i int) error {
+		objs[i].Object["status"] = map[string]any{"phase": "Ready"}
+		u, err := c.UpdateStatus(ctx, objs[i], metav1.UpdateOptions{})
+		objs[i] = u
+		return err
+	})
+	e.res.Phases["direct-status"] = callPhase(start, done, calls)
+
+	start, done, calls = e.parallel(n, func(ctx context.Context, i int) error {
+		if err := unstructured.SetNestedField(objs[i].Object, "red", "spec", "color"); err != nil {
+			return err
+		}
+		_, err := c.Update(ctx, objs[i], metav1.UpdateOptions{})
+		return err
+	})
+	e.res.Phases["direct-update"] = callPhase(start, done, calls)
+
+	start, done, calls = e.parallel(n, func(ctx context.Context, i int) error {
+		return c.Delete(ctx, objectName(i), metav1.DeleteOptions{})
+	})
+	e.res.Phases["direct-delete"] = callPhase(start, done, calls)
+}

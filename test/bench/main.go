@@ -1,0 +1,240 @@
+// Command bench measures the agent on the real test bed (docs/performance.md):
+// one kcp for the whole run, and per repetition a fresh organisation
+// workspace with an APIExport, W bound consumer workspaces, a fresh service
+// cluster (kube-apiserver + etcd) and the agent as a subprocess. It creates N
+// objects with P parallel clients and measures create → local copy, status →
+// kcp, spec update → local copy, an in-sync restart and delete → finalized,
+// the agent's API requests, RSS and CPU, and the same writes done directly
+// against the service kube-apiserver as the physical reference.
+//
+// With BASELINE_AGENT (or -baseline) the same scenario runs with that binary
+// too; runs alternate (ours, baseline, ours, ...) -count times. The table
+// goes to stdout, everything to $ARTIFACTS/bench/result.json.
+//
+// -memory-scan instead grows one agent's load to 1k, 5k and 10k objects and
+// reports its memory after each step.
+//
+// Run it with `make bench`, which builds the test bed and the agent first.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// config is the scenario.
+type config struct {
+	Workspaces int  `json:"workspaces"`
+	Objects    int  `json:"objects"`
+	Parallel   int  `json:"parallel"`
+	Related    bool `json:"related"`
+	Count      int  `json:"count"`
+
+	Agent    string `json:"agent"`
+	Baseline string `json:"baseline,omitempty"`
+
+	// ProfileSeconds > 0 captures a CPU profile of our agent for that long
+	// from the start of the create phase (--pprof-address).
+	ProfileSeconds int `json:"profileSeconds,omitempty"`
+
+	MemoryScan  bool  `json:"memoryScan,omitempty"`
+	ScanObjects []int `json:"scanObjects,omitempty"`
+
+	out string
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envBool(name string, def bool) bool {
+	if v, err := strconv.ParseBool(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func main() {
+	cfg := config{}
+	flag.IntVar(&cfg.Workspaces, "w", envInt("W", 10), "consumer workspaces ($W)")
+	flag.IntVar(&cfg.Objects, "n", envInt("N", 2000), "objects in total, spread round-robin over the workspaces ($N)")
+	flag.IntVar(&cfg.Parallel, "p", envInt("P", 8), "parallel clients of the bench ($P)")
+	flag.BoolVar(&cfg.Related, "related", envBool("RELATED", false), "one related Secret per object, created in kcp and synced to the service cluster ($RELATED)")
+	flag.IntVar(&cfg.Count, "count", envInt("COUNT", 1), "repetitions per agent; runs alternate with the baseline ($COUNT)")
+	flag.StringVar(&cfg.Baseline, "baseline", os.Getenv("BASELINE_AGENT"), "absolute path of another agent binary to run the same scenario with ($BASELINE_AGENT)")
+	flag.IntVar(&cfg.ProfileSeconds, "cpu-profile", envInt("CPU_PROFILE", 0), "capture a CPU profile of our agent for this many seconds from the start of the create phase ($CPU_PROFILE; 0: off)")
+	flag.BoolVar(&cfg.MemoryScan, "memory-scan", envBool("MEMORY_SCAN", false), "measure the agent's memory after syncing 1k, 5k and 10k objects instead of the scenario ($MEMORY_SCAN)")
+	flag.StringVar(&cfg.out, "out", "", "JSON result file (default $ARTIFACTS/bench/result.json)")
+	flag.Parse()
+
+	if cfg.Workspaces < 1 || cfg.Objects < 1 || cfg.Parallel < 1 || cfg.Count < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -w, -n, -p and -count must be positive")
+		os.Exit(2)
+	}
+	if cfg.Baseline != "" && !filepath.IsAbs(cfg.Baseline) {
+		fmt.Fprintln(os.Stderr, "bench: BASELINE_AGENT must be an absolute path")
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := &benchT{ctx: ctx}
+	root.root = root
+	code := 0
+	func() {
+		defer root.cleanup()
+		code = run(root, &cfg)
+	}()
+	os.Exit(code)
+}
+
+func run(root *benchT, cfg *config) int {
+	base := os.Getenv(framework.EnvArtifacts)
+	if base == "" {
+		base = "_artifacts"
+	}
+	base, err := filepath.Abs(filepath.Join(base, "bench"))
+	root.check(err)
+	root.check(os.MkdirAll(base, 0o755))
+	root.check(os.Setenv(framework.EnvArtifacts, base))
+	if cfg.out == "" {
+		cfg.out = filepath.Join(base, "result.json")
+	}
+	framework.DiscardControllerRuntimeLogs()
+
+	cfg.Agent, err = framework.RequireEnv(framework.EnvAgentBin)
+	root.check(err)
+	if cfg.Baseline != "" {
+		_, err := os.Stat(cfg.Baseline)
+		root.check(err)
+	}
+	kcpBin, err := framework.RequireEnv(framework.EnvKcpBin)
+	root.check(err)
+
+	dir, err := os.MkdirTemp("", "api-syncagent-bench-kcp-")
+	root.check(err)
+	root.Cleanup(func() { _ = os.RemoveAll(dir) })
+	started := time.Now()
+	logf("starting kcp (127.0.0.1 only, log in %s)", base)
+	k, err := framework.StartKcp(root.ctx, kcpBin, dir, base)
+	root.check(err)
+	root.Cleanup(k.Stop)
+	logf("kcp ready after %s", time.Since(started).Round(time.Second))
+
+	if cfg.MemoryScan {
+		if len(cfg.ScanObjects) == 0 {
+			cfg.ScanObjects = []int{1000, 5000, 10000}
+		}
+		scan := memoryScan(root, k, cfg)
+		printScan(os.Stdout, cfg, scan)
+		writeJSON(root, cfg.out, struct {
+			Config config      `json:"config"`
+			Scan   []scanPoint `json:"memoryScan"`
+		}{*cfg, scan})
+		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		return 0
+	}
+
+	var runs []*runResult
+	for rep := range cfg.Count {
+		agents := []agentUnderTest{{Label: labelOurs, Binary: cfg.Agent, Profile: cfg.ProfileSeconds}}
+		if cfg.Baseline != "" {
+			b := agentUnderTest{Label: labelBaseline, Binary: cfg.Baseline}
+			// Alternate the order so that neither agent always runs on a
+			// kcp that has seen more workspaces come and go.
+			if rep%2 == 0 {
+				agents = append(agents, b)
+			} else {
+				agents = append([]agentUnderTest{b}, agents...)
+			}
+		}
+		for _, a := range agents {
+			runs = append(runs, runScenario(root, k, cfg, rep+1, a))
+		}
+	}
+	sum := summarize(cfg, runs)
+	printTable(os.Stdout, cfg, sum)
+	printRequests(os.Stdout, runs)
+	writeJSON(root, cfg.out, struct {
+		Config  config       `json:"config"`
+		Summary []summaryRow `json:"summary"`
+		Runs    []*runResult `json:"runs"`
+	}{*cfg, sum, runs})
+	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+	return 0
+}
+
+func writeJSON(t *benchT, path string, v any) {
+	data, err := json.MarshalIndent(v, "", "  ")
+	t.check(err)
+	t.check(os.WriteFile(path, append(data, '\n'), 0o644))
+}
+
+// logf prints a progress line to stderr (the table goes to stdout).
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// benchT implements framework.T for a program: Fatal runs every cleanup
+// (the current repetition's and the root's) and exits.
+type benchT struct {
+	ctx      context.Context
+	name     string
+	root     *benchT
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+// child returns a T for one repetition; its cleanups run at its end.
+func (b *benchT) child(name string) *benchT {
+	return &benchT{ctx: b.ctx, name: name, root: b.root}
+}
+
+func (b *benchT) Helper()                  {}
+func (b *benchT) Name() string             { return b.name }
+func (b *benchT) Context() context.Context { return b.ctx }
+func (b *benchT) Cleanup(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cleanups = append(b.cleanups, f)
+}
+func (b *benchT) Logf(f string, a ...any) { logf(f, a...) }
+func (b *benchT) Fatal(a ...any)          { b.Fatalf("%s", fmt.Sprint(a...)) }
+func (b *benchT) Fatalf(f string, a ...any) {
+	fmt.Fprintf(os.Stderr, "bench failed: "+f+"\n", a...)
+	b.cleanup()
+	if b.root != b {
+		b.root.cleanup()
+	}
+	os.Exit(1)
+}
+
+func (b *benchT) check(err error) {
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func (b *benchT) cleanup() {
+	b.mu.Lock()
+	cleanups := b.cleanups
+	b.cleanups = nil
+	b.mu.Unlock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// Labels and annotations by which a local copy names its kcp object (the
+// same in the reference agent).
+const (
+	labelRemoteCluster   = "syncagent.kcp.io/remote-object-cluster"
+	annotationRemoteName = "syncagent.kcp.io/remote-object-name"
+)
+
+// recorder watches both sides with informers and records, per kcp object
+// (key <cluster>/<name>), when each observable step happened. Handlers only
+// take a timestamp and store it, so the informers never lag behind.
+type recorder struct {
+	related bool
+
+	mu sync.Mutex
+	// Service side.
+	localAdded map[string]time.Time
+	localRed   map[string]time.Time
+	localGone  map[string]time.Time
+	localObj   map[string]*unstructured.Unstructured
+	// secretAdded is keyed by "<namespace>/<name>" of the Secret.
+	secretAdded map[string]time.Time
+	// kcp side.
+	kcpStatus map[string]time.Time
+	kcpGone   map[string]time.Time
+	kcpObj    map[string]*unstructured.Unstructured
+}
+
+func newRecorder(e *env) *recorder {
+	r := &recorder{
+		related:    e.cfg.Related,
+		localAdded: map[string]time.Time{}, localRed: map[string]time.Time{}, localGone: map[string]time.Time{},
+		localObj: map[string]*unstructured.Unstructured{}, secretAdded: map[string]time.Time{},
+		kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
+	}
+	stop := make(chan struct{})
+	e.t.Cleanup(func() { close(stop) })
+
+	svc := dynamicinformer.NewDynamicSharedInformerFactory(e.svcDyn, 0)
+	r.handle(svc.ForResource(localGVR).Informer(), r.onLocal, r.onLocalGone)
+	if r.related {
+		r.handle(svc.ForResource(secretGVR).Informer(), r.onSecret, func(*unstructured.Unstructured) {})
+	}
+	svc.Start(stop)
+	factories := []dynamicinformer.DynamicSharedInformerFactory{svc}
+	for i, ws := range e.consumers {
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.kcpDyn[i], 0, kcpNamespace, nil)
+		cluster := ws.ClusterName
+		r.handle(f.ForResource(kcpGVR).Informer(),
+			func(u *unstructured.Unstructured) { r.onRemote(cluster, u) },
+			func(u *unstructured.Unstructured) { r.onRemoteGone(cluster, u) })
+		f.Start(stop)
+		factories = append(factories, f)
+	}
+	for _, f := range factories {
+		for gvr, ok := range f.WaitForCacheSync(stop) {
+			if !ok {
+				e.t.Fatalf("the informer for %s did not sync", gvr)
+			}
+		}
+	}
+	return r
+}
+
+func (r *recorder) handle(inf cache.SharedIndexInformer, upsert, gone func(*unstructured.Unstructured)) {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { upsert(obj.(*unstructured.Unstructured)) },
+		UpdateFunc: func(_, obj any) { upsert(obj.(*unstructured.Unstructured)) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				gone(u)
+			}
+		},
+	})
+	if err != nil {
+		panic(err) // only fails on a stopped informer
+	}
+}
+
+func first(m map[string]time.Time, key string, now time.Time) {
+	if _, ok := m[key]; !ok {
+		m[key] = now
+	}
+}
+
+func localKeyOf(u *unstructured.Unstructured) (string, bool) {
+	cluster, name := u.GetLabels()[labelRemoteCluster], u.GetAnnotations()[annotationRemoteName]
+	if cluster == "" || name == "" {
+		return "", false
+	}
+	return cluster + "/" + name, true
+}
+
+func (r *recorder) onLocal(u *unstructured.Unstructured) {
+	now := time.Now()
+	key, ok := localKeyOf(u)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first(r.localAdded, key, now)
+	r.localObj[key] = u
+	if color, _, _ := unstructured.NestedString(u.Object, "spec", "color"); color == "red" {
+		first(r.localRed, key, now)
+	}
+}
+
+func (r *recorder) onLocalGone(u *unstructured.Unstructured) {
+	now := time.Now()
+	if key, ok := localKeyOf(u); ok {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		first(r.localGone, key, now)
+	}
+}
+
+func (r *recorder) onSecret(u *unstructured.Unstructured) {
+	now := time.Now()
+	if u.GetNamespace() == framework.AgentNamespace {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first(r.secretAdded, u.GetNamespace()+"/"+u.GetName(), now)
+}
+
+func (r *recorder) onRemote(cluster string, u *unstructured.Unstructured) {
+	now := time.Now()
+	key := cluster + "/" + u.GetName()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.kcpObj[key] = u
+	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Ready" {
+		first(r.kcpStatus, key, now)
+	}
+}
+
+func (r *recorder) onRemoteGone(cluster string, u *unstructured.Unstructured) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first(r.kcpGone, cluster+"/"+u.GetName(), now)
+}
+
+func (r *recorder) get(m map[string]time.Time, key string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := m[key]
+	return ts, ok
+}
+
+// synced returns when the kcp object's local copy (and, with related
+// objects, the copy of its Secret) appeared.
+func (r *recorder) synced(key string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts, ok := r.localAdded[key]
+	if !ok || !r.related {
+		return ts, ok
+	}
+	u := r.localObj[key]
+	// The related Secret is named after the local copy (template
+	// "{{ .Object.metadata.name }}-secret" on the service side).
+	sec, ok := r.secretAdded[u.GetNamespace()+"/"+u.GetName()+"-secret"]
+	if !ok {
+		return time.Time{}, false
+	}
+	return later(ts, sec), true
+}
+
+// local returns a copy of the latest local copy of key.
+func (r *recorder) local(key string) (*unstructured.Unstructured, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.localObj[key]
+	if !ok {
+		return nil, false
+	}
+	return u.DeepCopy(), true
+}
+
+// remote returns a copy of the latest kcp object of key.
+func (r *recorder) remote(key string) (*unstructured.Unstructured, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u, ok := r.kcpObj[key]
+	if !ok {
+		return nil, false
+	}
+	return u.DeepCopy(), true
+}
