@@ -43,7 +43,8 @@ func ptrTo[T any](v T) *T { return &v }
 //     to the service cluster as Secrets (projection) with a CEL mutation
 //     that moves data to stringData;
 //   - labelled: service-side ConfigMaps selected by a templated label
-//     selector per primary, renamed by a rewrite template.
+//     selector per primary, renamed by a rewrite template; a change of one
+//     re-syncs the primaries labelled watched=yes (watch bySelector).
 func relatedThingsPR() *syncagentv1alpha1.PublishedResource {
 	return thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{
@@ -137,6 +138,8 @@ func TestRelatedResources(t *testing.T) {
 	configMaps := map[string][]any{"a": {"cfg-1", "cfg-2"}, "b": {"cfg-3"}}
 	for _, name := range []string{"a", "b"} {
 		thing := newObject(kcpThing, "default", name, map[string]any{"color": "blue", "secret": "s3cret", "origin": "kcp", "configMaps": configMaps[name]})
+		// watch.bySelector of "labelled" selects primaries by this label.
+		thing.SetLabels(map[string]string{"watched": "yes"})
 		framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing %s", name)
 	}
 
@@ -215,7 +218,7 @@ func TestRelatedResources(t *testing.T) {
 
 	// Templated selectors, rendered per primary.
 	for _, name := range []string{"a", "b"} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cm-" + name, Labels: map[string]string{"app": name, "watched": "yes"}},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cm-" + name, Labels: map[string]string{"app": name}},
 			Data: map[string]string{"for": name}}
 		framework.Must(t, svc.Create(ctx, cm), "create labelled ConfigMap")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -89,8 +91,9 @@ type Options struct {
 	RelatedService ctrlruntimeclient.Client
 	RelatedCache   cache.Cache
 
-	// Service is the service cluster client (cached reads); LocalCache the
-	// cache to watch local copies in.
+	// Service is the service cluster client; LocalCache holds the objects
+	// of the local type that carry sync labels (the local copies): they are
+	// listed and watched there.
 	Service    ctrlruntimeclient.Client
 	LocalCache cache.Cache
 	Workers    int
@@ -164,6 +167,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 			StatusSubresource: opts.StatusSubresource,
 			Namer:             namer,
 			Service:           opts.Service,
+			Copies:            opts.LocalCache,
 			State:             &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName},
 			Warned:            syncer.NewWarnedSet(),
 			SpecMutator:       specMutator,
@@ -240,8 +244,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		// The workspace is gone (unbound); nothing to do.
 		return reconcile.Result{}, nil //nolint:nilerr // see comment.
 	}
+	// Reads come from the workspace's cache (the provider's client reads
+	// unstructured objects live), writes go to the workspace.
+	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
 	obj := typed(r.remoteGVK)
-	if err := cl.GetClient().Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
 	}
 
@@ -261,7 +268,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 
 	recorder := cl.GetEventRecorderFor(ControllerName)
-	ws := syncer.Workspace{Client: cl.GetClient(), Cluster: req.ClusterName}
+	ws := syncer.Workspace{Client: kcpClient, Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
 		if ws.Path, err = workspacePath(ctx, cl); err != nil {
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
@@ -286,6 +293,43 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// cachedReads is a client whose Get and List use a workspace cache.
+type cachedReads struct {
+	ctrlruntimeclient.Client
+	cache cache.Cache
+}
+
+func (c cachedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+	if err := c.ensureInformer(ctx, obj); err != nil {
+		return err
+	}
+	return c.cache.Get(ctx, key, obj, opts...)
+}
+
+func (c cachedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
+	if err := c.ensureInformer(ctx, list); err != nil {
+		return err
+	}
+	return c.cache.List(ctx, list, opts...)
+}
+
+// ensureInformer starts the informer of an unstructured type explicitly:
+// the provider's wildcard cache would otherwise start a typed informer for
+// types its scheme knows (ConfigMaps, Secrets) and then not find it.
+func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) error {
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		return nil
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if _, isList := obj.(*unstructured.UnstructuredList); isList {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	if _, err := c.cache.GetInformer(ctx, typed(gvk)); err != nil {
+		return fmt.Errorf("failed to start the informer for %s: %w", gvk, err)
+	}
+	return nil
 }
 
 // matches applies spec.filter; the namespace filter is skipped for

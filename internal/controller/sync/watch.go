@@ -63,7 +63,7 @@ func watchRelated(ctrl mccontroller.Controller, opts Options, e *related.Entry) 
 		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj *unstructured.Unstructured) []mcreconcile.Request {
 			var reqs []mcreconcile.Request
 			if selector != nil {
-				for _, o := range matching(ctx, opts.Service, opts.LocalGVK, selector) {
+				for _, o := range matching(ctx, opts.LocalCache, opts.LocalGVK, selector) {
 					if !objmeta.OwnedByOtherAgent(o, opts.AgentName) {
 						reqs = append(reqs, localToRemote(ctx, o)...)
 					}
@@ -111,7 +111,7 @@ func matching(ctx context.Context, c ctrlruntimeclient.Reader, gvk schema.GroupV
 // localKeyToRemote maps a local primary to its kcp object.
 func localKeyToRemote(ctx context.Context, opts Options, key types.NamespacedName) []mcreconcile.Request {
 	local := typed(opts.LocalGVK)
-	if err := opts.Service.Get(ctx, key, local); err != nil || objmeta.OwnedByOtherAgent(local, opts.AgentName) {
+	if err := opts.LocalCache.Get(ctx, key, local); err != nil || objmeta.OwnedByOtherAgent(local, opts.AgentName) {
 		return nil
 	}
 	return localToRemote(ctx, local)

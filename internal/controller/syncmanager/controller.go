@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	labelselection "k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -37,6 +38,7 @@ import (
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -94,6 +96,8 @@ type reconciler struct {
 	status   *conditions.Writer
 	log      logr.Logger
 
+	// copiesCache holds the local copies.
+	copiesCache cache.Cache
 	// relatedCache holds related objects on the service cluster, in every
 	// namespace (the manager's cache has Secrets of one namespace only);
 	// relatedClient reads through it.
@@ -153,6 +157,20 @@ func Add(mgr manager.Manager, opts Options) error {
 		}
 	}
 
+	// Local copies: only objects with sync labels are cached (copies of
+	// older agents without the agent label included).
+	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, labelselection.Exists, nil)
+	if err != nil {
+		return err
+	}
+	copiesCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: labels.NewSelector().Add(*synced)})
+	if err != nil {
+		return fmt.Errorf("failed to create the local copies cache: %w", err)
+	}
+	if err := mgr.Add(copiesCache); err != nil {
+		return err
+	}
 	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("failed to create the related objects cache: %w", err)
@@ -172,6 +190,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		Options:       opts,
 		client:        mgr.GetClient(),
 		kcpCache:      kcpCache,
+		copiesCache:   copiesCache,
 		relatedCache:  relatedCache,
 		relatedClient: relatedClient,
 		fleet:         f,
@@ -324,7 +343,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			RemoteNamespaced:  projected.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			StatusSubresource: key.statusSubresource,
 			Service:           r.mcMgr.GetLocalManager().GetClient(),
-			LocalCache:        r.mcMgr.GetLocalManager().GetCache(),
+			LocalCache:        r.copiesCache,
 			RelatedTypes:      relatedTypes,
 			RelatedService:    r.relatedClient,
 			RelatedCache:      r.relatedCache,

@@ -64,10 +64,14 @@ type Syncer struct {
 	// both sides; the projection keeps subresources).
 	StatusSubresource bool
 	Namer             *naming.Namer
-	// Service reads (from the cache) and writes local copies and namespaces.
+	// Service writes local copies and namespaces; it reads namespaces from
+	// the manager's cache and other objects live (only adoption needs that).
 	Service ctrlruntimeclient.Client
-	State   *state.Store
-	Event   EventFunc
+	// Copies lists local copies (a cache of objects that carry sync labels);
+	// nil means Service.
+	Copies ctrlruntimeclient.Reader
+	State  *state.Store
+	Event  EventFunc
 	// Warned remembers StatusSubresourceMissing warnings (shared by copies
 	// of the Syncer); nil disables the warning.
 	Warned *WarnedSet
@@ -219,7 +223,11 @@ func applyMutator(m *mutation.Mutator, self, other *unstructured.Unstructured) (
 func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
-	if err := s.Service.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
+	copies := s.Copies
+	if copies == nil {
+		copies = s.Service
+	}
+	if err := copies.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
 	var found []unstructured.Unstructured
