@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -26,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -61,6 +63,13 @@ func envInt(name string, def int) int {
 	return def
 }
 
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 func envBool(name string, def bool) bool {
 	if v, err := strconv.ParseBool(os.Getenv(name)); err == nil {
 		return v
@@ -78,9 +87,18 @@ func main() {
 	flag.StringVar(&cfg.Baseline, "baseline", os.Getenv("BASELINE_AGENT"), "absolute path of another agent binary to run the same scenario with ($BASELINE_AGENT)")
 	flag.IntVar(&cfg.ProfileSeconds, "cpu-profile", envInt("CPU_PROFILE", 0), "capture a CPU profile of our agent for this many seconds from the start of the create phase ($CPU_PROFILE; 0: off)")
 	flag.BoolVar(&cfg.MemoryScan, "memory-scan", envBool("MEMORY_SCAN", false), "measure the agent's memory after syncing 1k, 5k and 10k objects instead of the scenario ($MEMORY_SCAN)")
+	scan := flag.String("scan", envString("SCAN", "1000,5000,10000"), "object counts of -memory-scan, ascending ($SCAN)")
 	flag.StringVar(&cfg.out, "out", "", "JSON result file (default $ARTIFACTS/bench/result.json)")
 	flag.Parse()
 
+	for _, f := range strings.Split(*scan, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(cfg.ScanObjects) > 0 && n <= cfg.ScanObjects[len(cfg.ScanObjects)-1]) {
+			fmt.Fprintln(os.Stderr, "bench: -scan must be ascending positive numbers, e.g. 1000,5000,10000")
+			os.Exit(2)
+		}
+		cfg.ScanObjects = append(cfg.ScanObjects, n)
+	}
 	if cfg.Workspaces < 1 || cfg.Objects < 1 || cfg.Parallel < 1 || cfg.Count < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -w, -n, -p and -count must be positive")
 		os.Exit(2)
@@ -113,6 +131,9 @@ func run(root *benchT, cfg *config) int {
 	root.check(os.Setenv(framework.EnvArtifacts, base))
 	if cfg.out == "" {
 		cfg.out = filepath.Join(base, "result.json")
+		if cfg.MemoryScan {
+			cfg.out = filepath.Join(base, "memory-scan.json")
+		}
 	}
 	framework.DiscardControllerRuntimeLogs()
 
@@ -136,11 +157,10 @@ func run(root *benchT, cfg *config) int {
 	logf("kcp ready after %s", time.Since(started).Round(time.Second))
 
 	if cfg.MemoryScan {
-		if len(cfg.ScanObjects) == 0 {
-			cfg.ScanObjects = []int{1000, 5000, 10000}
-		}
 		scan := memoryScan(root, k, cfg)
-		printScan(os.Stdout, cfg, scan)
+		var table bytes.Buffer
+		printScan(&table, cfg, scan)
+		report(root, cfg, table.Bytes())
 		writeJSON(root, cfg.out, struct {
 			Config config      `json:"config"`
 			Scan   []scanPoint `json:"memoryScan"`
@@ -167,8 +187,10 @@ func run(root *benchT, cfg *config) int {
 		}
 	}
 	sum := summarize(cfg, runs)
-	printTable(os.Stdout, cfg, sum)
-	printRequests(os.Stdout, runs)
+	var table bytes.Buffer
+	printTable(&table, cfg, sum)
+	printRequests(&table, runs)
+	report(root, cfg, table.Bytes())
 	writeJSON(root, cfg.out, struct {
 		Config  config       `json:"config"`
 		Summary []summaryRow `json:"summary"`
@@ -176,6 +198,12 @@ func run(root *benchT, cfg *config) int {
 	}{*cfg, sum, runs})
 	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
 	return 0
+}
+
+// report prints the table and keeps it next to the JSON file (.txt).
+func report(t *benchT, cfg *config, table []byte) {
+	_, _ = os.Stdout.Write(table)
+	t.check(os.WriteFile(strings.TrimSuffix(cfg.out, filepath.Ext(cfg.out))+".txt", table, 0o644))
 }
 
 func writeJSON(t *benchT, path string, v any) {

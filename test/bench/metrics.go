@@ -238,6 +238,10 @@ func (e *env) scrapeServer(cfg *rest.Config) samples {
 		return nil
 	}
 	data, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(e.t.Context())
+	if err != nil && cfg.Host == e.k.BaseURL {
+		// kcp may serve it only inside a workspace.
+		data, err = cs.RESTClient().Get().AbsPath("/clusters/root/metrics").DoRaw(e.t.Context())
+	}
 	if err != nil {
 		logf("cannot read %s/metrics: %v", cfg.Host, err)
 		return nil
