@@ -48,6 +48,9 @@ type Target struct {
 	// slice may not exist (then the export's status URLs are used).
 	EndpointSliceName string
 
+	// APIExportMode is set with --apiexport-ref: the endpoint slice may be
+	// missing, and then the export's status.virtualWorkspaces are used.
+	APIExportMode bool
 	// APIExportName and APIExportWorkspace locate the APIExport.
 	APIExportName      string
 	APIExportWorkspace Workspace
@@ -89,6 +92,7 @@ func resolveOnce(ctx context.Context, cfg *rest.Config, ref Ref) (*Target, error
 
 	if ref.APIExport != "" {
 		t.EndpointSliceName = ref.APIExport
+		t.APIExportMode = true
 		t.APIExportName = ref.APIExport
 		t.APIExportWorkspace = ws
 		t.APIExportConfig = wsConfig

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,12 +130,14 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 	log := mgr.GetLogger().WithName(ControllerName)
 
-	kcpCache, err := cache.New(opts.Target.Config, cache.Options{
-		Scheme: kcp.NewScheme(),
-		ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
-			&kcpapisv1alpha1.APIExportEndpointSlice{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Target.EndpointSliceName)},
-		},
-	})
+	byObject := map[ctrlruntimeclient.Object]cache.ByObject{
+		&kcpapisv1alpha1.APIExportEndpointSlice{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Target.EndpointSliceName)},
+	}
+	if opts.Target.APIExportMode {
+		// The export is in the agent's workspace in this mode.
+		byObject[&kcpapisv1alpha2.APIExport{}] = cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", opts.Target.APIExportName)}
+	}
+	kcpCache, err := cache.New(opts.Target.Config, cache.Options{Scheme: kcp.NewScheme(), ByObject: byObject})
 	if err != nil {
 		return fmt.Errorf("failed to create the endpoint slice cache: %w", err)
 	}
@@ -214,15 +217,18 @@ func Add(mgr manager.Manager, opts Options) error {
 		}
 		return reqs
 	})
-	return builder.ControllerManagedBy(mgr).
+	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		// Every PublishedResource event is reconciled (deselection must stop
 		// controllers); unchanged keys make it a no-op.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged()))).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
-		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
-		Complete(r)
+		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected))
+	if opts.Target.APIExportMode {
+		b = b.WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), allSelected))
+	}
+	return b.Complete(r)
 }
 
 // statusSchemaChanged passes updates that change status.resourceSchemaName.
@@ -377,18 +383,28 @@ func hasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition, version
 	return false
 }
 
-// endpoints returns the sorted virtual workspace URLs of the endpoint slice.
+// endpoints returns the sorted virtual workspace URLs of the endpoint slice,
+// or in --apiexport-ref mode without a slice those of the export's status
+// (kcp fills it only with a deprecated feature gate).
 func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
-	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
-	if err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.EndpointSliceName}, slice); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", r.Target.EndpointSliceName, err)
-	}
 	var urls []string
-	for _, e := range slice.Status.APIExportEndpoints {
-		urls = append(urls, e.URL)
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.EndpointSliceName}, slice)
+	switch {
+	case err == nil:
+		for _, e := range slice.Status.APIExportEndpoints {
+			urls = append(urls, e.URL)
+		}
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", r.Target.EndpointSliceName, err)
+	case r.Target.APIExportMode:
+		export := &kcpapisv1alpha2.APIExport{}
+		if err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.APIExportName}, export); err != nil {
+			return nil, ctrlruntimeclient.IgnoreNotFound(err)
+		}
+		for _, vw := range export.Status.VirtualWorkspaces {
+			urls = append(urls, vw.URL)
+		}
 	}
 	slices.Sort(urls)
 	return urls, nil

@@ -1,0 +1,60 @@
+package syncmanager
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+)
+
+func TestEndpoints(t *testing.T) {
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "things"},
+		Status: kcpapisv1alpha1.APIExportEndpointSliceStatus{APIExportEndpoints: []kcpapisv1alpha1.APIExportEndpoint{
+			{URL: "https://shard-b/services/apiexport/root:org/things"}, {URL: "https://shard-a/services/apiexport/root:org/things"},
+		}},
+	}
+	export := &kcpapisv1alpha2.APIExport{
+		ObjectMeta: metav1.ObjectMeta{Name: "things"},
+		Status: kcpapisv1alpha2.APIExportStatus{VirtualWorkspaces: []kcpapisv1alpha2.VirtualWorkspace{
+			{URL: "https://vw-2/things"}, {URL: "https://vw-1/things"},
+		}},
+	}
+	testcases := []struct {
+		name       string
+		exportMode bool
+		objects    []ctrlruntimeclient.Object
+		want       []string
+	}{
+		{name: "slice: every endpoint, sorted", objects: []ctrlruntimeclient.Object{slice, export},
+			want: []string{"https://shard-a/services/apiexport/root:org/things", "https://shard-b/services/apiexport/root:org/things"}},
+		{name: "export mode prefers the slice", exportMode: true, objects: []ctrlruntimeclient.Object{slice, export},
+			want: []string{"https://shard-a/services/apiexport/root:org/things", "https://shard-b/services/apiexport/root:org/things"}},
+		{name: "export mode without a slice: the export's virtual workspaces", exportMode: true, objects: []ctrlruntimeclient.Object{export},
+			want: []string{"https://vw-1/things", "https://vw-2/things"}},
+		{name: "endpoint slice mode without a slice: none", objects: []ctrlruntimeclient.Object{export}},
+		{name: "export mode with neither: none", exportMode: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &reconciler{
+				Options:  Options{Target: &kcp.Target{EndpointSliceName: "things", APIExportName: "things", APIExportMode: tc.exportMode}},
+				kcpCache: fake.NewClientBuilder().WithScheme(kcp.NewScheme()).WithObjects(tc.objects...).Build(),
+			}
+			got, err := r.endpoints(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("endpoints (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
