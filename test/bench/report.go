@@ -148,13 +148,13 @@ func requestsPerObject(phase, side string, write bool) func(*runResult) (float64
 
 func metrics(cfg *config) []metric {
 	var out []metric
-	sync := []struct{ phase, title, direct string }{
+	syncPhases := []struct{ phase, title, direct string }{
 		{"create", "1 create → local copy", "direct-create"},
 		{"status", "2 local status → kcp", "direct-status"},
 		{"update", "3 kcp spec update → local", "direct-update"},
 		{"delete", "4 delete → gone + finalized", "direct-delete"},
 	}
-	for _, s := range sync {
+	for _, s := range syncPhases {
 		out = append(out,
 			metric{s.title + ": throughput", "obj/s", phaseValue(s.phase, throughput), phaseValue(s.direct, throughput)},
 			metric{s.title + ": p50", "ms", phaseValue(s.phase, p50), phaseValue(s.direct, p50)},
