@@ -402,6 +402,7 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 		if err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.APIExportName}, export); err != nil {
 			return nil, ctrlruntimeclient.IgnoreNotFound(err)
 		}
+		//nolint:staticcheck // the deprecated field is the documented fallback of --apiexport-ref.
 		for _, vw := range export.Status.VirtualWorkspaces {
 			urls = append(urls, vw.URL)
 		}
