@@ -160,6 +160,9 @@ func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]an
 			Data:       want,
 		}
 		if err := s.Client.Create(ctx, secret); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil // cache lag, as in Put
+			}
 			return fmt.Errorf("failed to create related state Secret: %w", err)
 		}
 		return nil
@@ -185,7 +188,8 @@ type StoredRelated struct {
 }
 
 // ListRelated returns the related objects recorded for p, all of them with
-// an empty identifier, sorted by Secret name.
+// an empty identifier, sorted by Secret name. Records of a same-named
+// primary of another kind are not p's.
 func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) ([]StoredRelated, error) {
 	sel := s.selector(p, true)
 	req, err := labels.NewRequirement(keys.RelatedIdentifier, selection.Exists, nil)
@@ -201,6 +205,9 @@ func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) (
 	}
 	var out []StoredRelated
 	for _, sec := range list.Items {
+		if ofOtherKind(p, &sec) {
+			continue
+		}
 		var rec RelatedRecord
 		if err := json.Unmarshal(sec.Data[relatedRecordKey], &rec); err != nil {
 			// Unreadable: it still belongs to p and goes with it.

@@ -22,7 +22,8 @@
 // state Secrets are looked up by their labels and accepted only if the
 // stored object's group and kind match; the next write migrates the state
 // to the new name. Unreadable JSON means "no state". Deleting a primary's
-// state deletes every state Secret carrying its labels.
+// state deletes every state Secret carrying its labels, except those that
+// hold the state of a same-named object of another group and kind.
 package state
 
 import (
@@ -185,6 +186,11 @@ func (s *Store) Put(ctx context.Context, p Primary, desired map[string]any) erro
 			Data:       map[string][]byte{key: data},
 		}
 		if err := s.Client.Create(ctx, secret); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// Our cache lags behind an earlier write; the caller's next
+				// pass compares again and writes what differs.
+				return nil
+			}
 			return fmt.Errorf("failed to create state Secret: %w", err)
 		}
 		return s.deleteOthers(ctx, p, name)
@@ -215,22 +221,22 @@ func (s *Store) labels(p Primary) map[string]string {
 // Delete removes every state Secret of p, those of its related objects
 // included.
 func (s *Store) Delete(ctx context.Context, p Primary) error {
-	return s.deleteMatching(ctx, s.selector(p, true), "")
+	return s.deleteMatching(ctx, p, s.selector(p, true), "")
 }
 
 // deleteOthers deletes p's own state Secrets except keep.
 func (s *Store) deleteOthers(ctx context.Context, p Primary, keep string) error {
-	return s.deleteMatching(ctx, s.selector(p, false), keep)
+	return s.deleteMatching(ctx, p, s.selector(p, false), keep)
 }
 
-// deleteMatching deletes the state Secrets that sel selects, except keep.
-func (s *Store) deleteMatching(ctx context.Context, sel labels.Selector, keep string) error {
+// deleteMatching deletes the state Secrets of p that sel selects, except keep.
+func (s *Store) deleteMatching(ctx context.Context, p Primary, sel labels.Selector, keep string) error {
 	var list corev1.SecretList
 	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	for i := range list.Items {
-		if list.Items[i].Name == keep {
+		if list.Items[i].Name == keep || ofOtherKind(p, &list.Items[i]) {
 			continue
 		}
 		if err := s.Client.Delete(ctx, &list.Items[i]); ctrlruntimeclient.IgnoreNotFound(err) != nil {
@@ -238,4 +244,21 @@ func (s *Store) deleteMatching(ctx context.Context, sel labels.Selector, keep st
 		}
 	}
 	return nil
+}
+
+// ofOtherKind reports whether a state Secret that p's labels select belongs
+// to a primary of another group and kind. The labels name only the cluster,
+// namespace and name, so a same-named object of another PublishedResource
+// carries the same ones. Secrets whose owner cannot be read count as p's.
+func ofOtherKind(p Primary, secret *corev1.Secret) bool {
+	if secret.Name == SecretName(p) {
+		return false
+	}
+	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+	if ref, ok := PrimaryOfRelated(secret); ok {
+		return ref.Name != "" && ref.GroupKind() != gk
+	}
+	data := secret.Data[LegacyKey(p.Cluster, p.Namespace, p.Name)]
+	obj := &unstructured.Unstructured{}
+	return len(data) > 0 && obj.UnmarshalJSON(data) == nil && obj.GroupVersionKind().GroupKind() != gk
 }

@@ -154,16 +154,6 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		return res, nil // a service-origin source going away leaves its kcp copy
 	}
-	if e.Origin == related.SideKcp && !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
-		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(origin, keys.CleanupFinalizer)
-		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
-			return res, fmt.Errorf("failed to add the finalizer to related %s %s: %w", origin.GetKind(), origin.GetName(), err)
-		}
-		res.Writes++
-		s.Event(origin, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
-	}
-
 	destKey := types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}
 	dest := unstructuredRef(rec.Destination)
 	if err := destClient.Get(ctx, destKey, dest); err != nil {
@@ -185,6 +175,30 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	last, err := s.State.GetRelated(ctx, rec)
 	if err != nil {
 		return res, err
+	}
+
+	switch {
+	case dest != nil && dest.GetDeletionTimestamp() != nil:
+		res.Requeue = true
+		return res, nil
+	case dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object):
+		// No state: the copy is ours only if it already is what we would write.
+		s.Event(primary, corev1.EventTypeWarning, ReasonObjectConflict,
+			fmt.Sprintf("The related object %q cannot be placed: an object with its name exists and was not created by this service.", e.Identifier))
+		return res, fmt.Errorf("%w: related %s %s", ErrConflict, rec.Destination.Kind, destKey)
+	}
+
+	// From here on this pass writes (a copy or the state): a kcp-origin
+	// source gets the finalizer first. A refused source never gets it, as
+	// nothing would release it once the primary stops selecting it.
+	if e.Origin == related.SideKcp && !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
+		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(origin, keys.CleanupFinalizer)
+		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
+			return res, fmt.Errorf("failed to add the finalizer to related %s %s: %w", origin.GetKind(), origin.GetName(), err)
+		}
+		res.Writes++
+		s.Event(origin, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
 	}
 
 	switch {
@@ -213,17 +227,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		res.Writes++
 		s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeNormal, ReasonObjectPlaced, "The related object was placed.")
-	case dest.GetDeletionTimestamp() != nil:
-		res.Requeue = true
-		return res, nil
-	case last == nil:
-		// No state: the copy is ours only if it already is what we would write.
-		if merge.Overwrite(dest.DeepCopy(), desired.Object) {
-			s.Event(primary, corev1.EventTypeWarning, ReasonObjectConflict,
-				fmt.Sprintf("The related object %q cannot be placed: an object with its name exists and was not created by this service.", e.Identifier))
-			return res, fmt.Errorf("%w: related %s %s", ErrConflict, rec.Destination.Kind, destKey)
-		}
-	default:
+	case last != nil:
 		patch, err := merge.ThreeWay(last, desired.Object)
 		if err != nil {
 			return res, err

@@ -1,0 +1,785 @@
+package syncer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// The related types of these tests: core ConfigMaps on both sides, and
+// Credentials, example.com on the service cluster and projected to
+// kcp.example.com in kcp (both with a status subresource).
+var (
+	configMapGVK     = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	serviceCredGVK   = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Credential"}
+	kcpCredGVK       = schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Credential"}
+	relatedTypeInfos = map[schema.GroupVersionResource]discovery.TypeInfo{
+		{Version: "v1", Resource: "configmaps"}:                            {GVK: configMapGVK, Namespaced: true},
+		{Group: "example.com", Version: "v1", Resource: "credentials"}:     {GVK: serviceCredGVK, Namespaced: true, HasStatus: true},
+		{Group: "kcp.example.com", Version: "v1", Resource: "credentials"}: {GVK: kcpCredGVK, Namespaced: true, HasStatus: true},
+	}
+)
+
+const (
+	finalizer     = "syncagent.kcp.io/cleanup"
+	annotationPfx = "related-resources.syncagent.kcp.io/"
+)
+
+// configEntry is a kcp-origin ConfigMap named by spec.configName.
+func configEntry() syncagentv1alpha1.RelatedResourceSpec {
+	return syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: "config", Origin: "kcp", Kind: "ConfigMap",
+		Object: referenceTo("spec.configName"),
+	}
+}
+
+// credsEntry is a service-origin Credential list named by spec.credNames.
+func credsEntry() syncagentv1alpha1.RelatedResourceSpec {
+	return syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: "creds", Origin: "service", Group: "example.com", Version: "v1", Resource: "credentials",
+		Projection: &syncagentv1alpha1.RelatedResourceProjection{Group: "kcp.example.com"},
+		Object:     referenceTo("spec.credNames"),
+	}
+}
+
+func referenceTo(path string) syncagentv1alpha1.RelatedResourceObject {
+	return syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+		Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: path},
+	}}
+}
+
+type relatedEnv struct {
+	*env
+	// log holds the Events as "<Kind> <namespace>/<name>: <reason>".
+	log []string
+}
+
+type relatedEnvOptions struct {
+	rels                     []syncagentv1alpha1.RelatedResourceSpec
+	kcpObjects, serviceObjs  []ctrlruntimeclient.Object
+	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
+	kcpCredsWithoutHasStatus bool // discovery reports no status subresource for kcp Credentials
+}
+
+func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	kcpStatus := []ctrlruntimeclient.Object{typed(remoteGVK)}
+	if !o.withoutKcpCredStatus {
+		kcpStatus = append(kcpStatus, typed(kcpCredGVK))
+	}
+	e := &relatedEnv{env: &env{
+		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).Build(),
+		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
+			WithObjects(o.serviceObjs...).Build(),
+	}}
+	namer, err := naming.NewNamer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []*related.Entry
+	for i := range o.rels {
+		kcpGVR, serviceGVR := related.GVRs(&o.rels[i])
+		kcpInfo := relatedTypeInfos[kcpGVR]
+		if o.kcpCredsWithoutHasStatus && kcpInfo.GVK == kcpCredGVK {
+			kcpInfo.HasStatus = false
+		}
+		entry, err := related.Compile(&o.rels[i],
+			related.Type{GVR: kcpGVR, TypeInfo: kcpInfo}, related.Type{GVR: serviceGVR, TypeInfo: relatedTypeInfos[serviceGVR]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, entry)
+	}
+	e.syncer = &Syncer{
+		AgentName: "agent", LocalGVK: localGVK, LocalNamespaced: true, StatusSubresource: true,
+		Namer:   namer,
+		Service: e.service,
+		State:   &state.Store{Client: e.service, Namespace: "agent-ns", AgentName: "agent"},
+		Warned:  NewWarnedSet(),
+		Event: func(obj ctrlruntimeclient.Object, _, reason, _ string) {
+			e.events = append(e.events, reason)
+			kind := obj.GetObjectKind().GroupVersionKind().Kind
+			e.log = append(e.log, fmt.Sprintf("%s %s/%s: %s", kind, obj.GetNamespace(), obj.GetName(), reason))
+		},
+		Related:        entries,
+		RelatedService: e.service,
+	}
+	return e
+}
+
+// createPrimary creates the kcp primary default/foo.
+func (e *relatedEnv) createPrimary(t *testing.T, spec map[string]any, annotations map[string]string) {
+	t.Helper()
+	obj := typed(remoteGVK)
+	obj.SetNamespace("default")
+	obj.SetName("foo")
+	obj.SetAnnotations(annotations)
+	obj.Object["spec"] = spec
+	if err := e.kcp.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setPrimarySpec sets spec.<field> of the kcp primary.
+func (e *relatedEnv) setPrimarySpec(t *testing.T, field string, value any) {
+	t.Helper()
+	obj := e.getRemote(t, "default", "foo")
+	obj.Object["spec"].(map[string]any)[field] = value
+	if err := e.kcp.Update(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *relatedEnv) mustConverge(t *testing.T) int {
+	t.Helper()
+	writes, err := e.converge(t, "default", "foo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writes
+}
+
+func (e *relatedEnv) assertSteady(t *testing.T) {
+	t.Helper()
+	if writes := e.mustConverge(t); writes != 0 {
+		t.Errorf("a pass over a synced primary made %d writes, want 0", writes)
+	}
+}
+
+// get returns the object or nil if it does not exist.
+func get(t *testing.T, c ctrlruntimeclient.Client, gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := typed(gvk)
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatal(err)
+	}
+	return obj
+}
+
+func mustGet(t *testing.T, c ctrlruntimeclient.Client, gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := get(t, c, gvk, namespace, name)
+	if obj == nil {
+		t.Fatalf("%s %s/%s does not exist", gvk.Kind, namespace, name)
+	}
+	return obj
+}
+
+func configMap(namespace, name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Data: data}
+}
+
+func credential(gvk schema.GroupVersionKind, namespace, name string, spec, status map[string]any) *unstructured.Unstructured {
+	u := typed(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.Object["spec"] = spec
+	if status != nil {
+		u.Object["status"] = status
+	}
+	return u
+}
+
+// relatedStateNames returns the names of the related state Secrets.
+func (e *relatedEnv) relatedStateNames(t *testing.T) []string {
+	t.Helper()
+	var list corev1.SecretList
+	if err := e.service.List(t.Context(), &list, ctrlruntimeclient.InNamespace("agent-ns"), ctrlruntimeclient.HasLabels{"syncagent.kcp.io/related-identifier"}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func fooPrimary() state.Primary {
+	p := state.Primary{APIVersion: remoteGVK.GroupVersion().String(), Kind: remoteGVK.Kind}
+	p.Cluster, p.Namespace, p.Name = cluster, "default", "foo"
+	return p
+}
+
+// relatedState returns the state Secret name of a related object of default/foo.
+func relatedState(identifier, originSide string, origin schema.GroupVersionKind, namespace, name string) string {
+	return state.RelatedSecretName(state.Related{Primary: fooPrimary(), RelatedRecord: state.RelatedRecord{
+		Identifier: identifier, OriginSide: originSide,
+		Origin: state.ObjectRef{APIVersion: origin.GroupVersion().String(), Kind: origin.Kind, Namespace: namespace, Name: name},
+	}})
+}
+
+func relatedAnnotations(obj *unstructured.Unstructured) map[string]string {
+	out := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, annotationPfx) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestSyncer_related_kcpOriginCopy(t *testing.T) {
+	source := configMap("default", "app-config", map[string]string{"key": "value"})
+	source.Labels = map[string]string{
+		"app":                                    "web",
+		"syncagent.kcp.io/agent-name":            "someone",
+		"syncagent.kcp.io/object-state":          "true",
+		"syncagent.kcp.io/remote-object-cluster": "xyz",
+		"claimed.internal.apis.kcp.io/abc":       "x",
+	}
+	source.Annotations = map[string]string{
+		"note":           "kept",
+		"kcp.io/cluster": cluster,
+		"kubectl.kubernetes.io/last-applied-configuration": "{}",
+		"syncagent.kcp.io/remote-object-name":              "x",
+		annotationPfx + "x.0":                              "{}",
+	}
+	source.Finalizers = []string{"example.com/other"}
+	source.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"}}
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{source},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+
+	gotSource := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+	if diff := cmp.Diff([]string{"example.com/other", finalizer}, gotSource.GetFinalizers()); diff != "" {
+		t.Errorf("source finalizers (-want +got):\n%s", diff)
+	}
+	dest := &corev1.ConfigMap{}
+	if err := e.service.Get(t.Context(), types.NamespacedName{Namespace: cluster, Name: "app-config"}, dest); err != nil {
+		t.Fatalf("no copy on the service cluster: %v", err)
+	}
+	got := map[string]any{
+		"labels": dest.Labels, "annotations": dest.Annotations, "data": dest.Data,
+		"finalizers": dest.Finalizers, "ownerReferences": dest.OwnerReferences,
+	}
+	want := map[string]any{
+		"labels": map[string]string{"app": "web"}, "annotations": map[string]string{"note": "kept"}, "data": map[string]string{"key": "value"},
+		"finalizers": []string(nil), "ownerReferences": []metav1.OwnerReference(nil),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("copy (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{
+		"Thing default/foo: ObjectAccepted",
+		"Thing default/foo: ObjectPlaced",
+		"ConfigMap default/app-config: ObjectAccepted",
+		"ConfigMap default/app-config: ObjectPlaced",
+	}, e.log); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{relatedState("config", "kcp", configMapGVK, "default", "app-config")}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
+	}
+	if a := relatedAnnotations(e.getRemote(t, "default", "foo")); len(a) != 0 {
+		t.Errorf("kcp-origin objects were recorded in the primary's annotations: %v", a)
+	}
+	e.assertSteady(t)
+}
+
+func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{
+			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
+			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
+		},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"b-creds", "a-creds", "missing"}}, map[string]string{
+		annotationPfx + "creds.2": "stale",
+		annotationPfx + "gone.0":  "stale",
+		"unrelated":               "kept",
+	})
+	e.mustConverge(t)
+
+	for _, name := range []string{"a-creds", "b-creds"} {
+		copied := mustGet(t, e.kcp, kcpCredGVK, "default", name)
+		if diff := cmp.Diff(map[string]any{"user": strings.TrimSuffix(name, "-creds")}, copied.Object["spec"]); diff != "" {
+			t.Errorf("spec of the kcp copy %s (-want +got):\n%s", name, diff)
+		}
+		if l := copied.GetLabels(); len(l) != 0 {
+			t.Errorf("the kcp copy %s carries labels %v", name, l)
+		}
+		if f := mustGet(t, e.service, serviceCredGVK, cluster, name).GetFinalizers(); len(f) != 0 {
+			t.Errorf("the service-origin source %s got finalizers %v", name, f)
+		}
+	}
+	primary := e.getRemote(t, "default", "foo")
+	wantAnnotations := map[string]string{
+		annotationPfx + "creds.0": `{"namespace":"default","name":"a-creds","apiVersion":"kcp.example.com/v1","kind":"Credential"}`,
+		annotationPfx + "creds.1": `{"namespace":"default","name":"b-creds","apiVersion":"kcp.example.com/v1","kind":"Credential"}`,
+	}
+	if diff := cmp.Diff(wantAnnotations, relatedAnnotations(primary)); diff != "" {
+		t.Errorf("related-resources annotations (-want +got):\n%s", diff)
+	}
+	if primary.GetAnnotations()["unrelated"] != "kept" {
+		t.Errorf("other annotations were touched: %v", primary.GetAnnotations())
+	}
+	if diff := cmp.Diff([]string{
+		"Thing default/foo: ObjectAccepted",
+		"Thing default/foo: ObjectPlaced",
+		"Credential default/a-creds: ObjectPlaced",
+		"Credential default/b-creds: ObjectPlaced",
+	}, e.log); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
+
+	// One object fewer: its annotation goes, its kcp copy stays.
+	e.setPrimarySpec(t, "credNames", []any{"b-creds"})
+	e.mustConverge(t)
+	wantAnnotations = map[string]string{
+		annotationPfx + "creds.0": `{"namespace":"default","name":"b-creds","apiVersion":"kcp.example.com/v1","kind":"Credential"}`,
+	}
+	if diff := cmp.Diff(wantAnnotations, relatedAnnotations(e.getRemote(t, "default", "foo"))); diff != "" {
+		t.Errorf("related-resources annotations after dropping a-creds (-want +got):\n%s", diff)
+	}
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+	if diff := cmp.Diff([]string{relatedState("creds", "service", serviceCredGVK, cluster, "b-creds")}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
+}
+
+func TestSyncer_related_threeWayMerge(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value", "dropped": "soon"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+
+	// The service side adds a field of its own.
+	dest := &corev1.ConfigMap{}
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "app-config"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	dest.Data["extra"] = "service"
+	if err := e.service.Update(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+	// The origin changes a field and removes another.
+	source := &corev1.ConfigMap{}
+	if err := e.kcp.Get(ctx, types.NamespacedName{Namespace: "default", Name: "app-config"}, source); err != nil {
+		t.Fatal(err)
+	}
+	source.Data = map[string]string{"key": "changed"}
+	if err := e.kcp.Update(ctx, source); err != nil {
+		t.Fatal(err)
+	}
+	e.log = nil
+	e.mustConverge(t)
+
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "app-config"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"key": "changed", "extra": "service"}, dest.Data); diff != "" {
+		t.Errorf("copy data (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap default/app-config: ObjectSynced"}, e.log); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
+}
+
+func TestSyncer_related_existingDestinationWithoutState(t *testing.T) {
+	testcases := []struct {
+		name   string
+		origin syncagentv1alpha1.RelatedResourceOrigin
+		// existing is the destination that is there before the first sync.
+		existingData map[string]string
+		wantConflict bool
+	}{
+		{name: "kcp origin, identical copy is adopted", origin: "kcp", existingData: map[string]string{"key": "value"}},
+		{name: "kcp origin, different copy is refused", origin: "kcp", existingData: map[string]string{"key": "theirs"}, wantConflict: true},
+		{name: "service origin, identical copy is adopted", origin: "service", existingData: map[string]string{"key": "value"}},
+		{name: "service origin, different copy is refused", origin: "service", existingData: map[string]string{"key": "theirs"}, wantConflict: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			rel := configEntry()
+			rel.Origin = tc.origin
+			opts := relatedEnvOptions{rels: []syncagentv1alpha1.RelatedResourceSpec{rel}}
+			source := configMap("default", "app-config", map[string]string{"key": "value"})
+			existing := configMap(cluster, "app-config", tc.existingData)
+			originClient := func(e *relatedEnv) ctrlruntimeclient.Client { return e.kcp }
+			destClient := func(e *relatedEnv) ctrlruntimeclient.Client { return e.service }
+			if tc.origin == "kcp" {
+				opts.kcpObjects, opts.serviceObjs = []ctrlruntimeclient.Object{source}, []ctrlruntimeclient.Object{existing}
+			} else {
+				source.Namespace, existing.Namespace = cluster, "default"
+				opts.kcpObjects, opts.serviceObjs = []ctrlruntimeclient.Object{existing}, []ctrlruntimeclient.Object{source}
+				originClient, destClient = destClient, originClient
+			}
+			e := newRelatedEnv(t, opts)
+			e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+			before := mustGet(t, destClient(e), configMapGVK, existing.Namespace, "app-config")
+
+			_, err := e.converge(t, "default", "foo")
+			after := mustGet(t, destClient(e), configMapGVK, existing.Namespace, "app-config")
+			if after.GetResourceVersion() != before.GetResourceVersion() {
+				t.Errorf("the existing destination was written: %v", after.Object)
+			}
+			if tc.wantConflict {
+				if !errors.Is(err, ErrConflict) {
+					t.Fatalf("err = %v, want ErrConflict", err)
+				}
+				if last := e.log[len(e.log)-1]; last != "Thing default/foo: ObjectConflict" {
+					t.Errorf("last event = %q, want ObjectConflict on the primary", last)
+				}
+				if names := e.relatedStateNames(t); len(names) != 0 {
+					t.Errorf("related state was written for a refused object: %v", names)
+				}
+				if a := relatedAnnotations(e.getRemote(t, "default", "foo")); len(a) != 0 {
+					t.Errorf("a refused object was recorded in the annotations: %v", a)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(e.relatedStateNames(t)) != 1 {
+				t.Errorf("related state Secrets = %v, want one", e.relatedStateNames(t))
+			}
+			e.assertSteady(t)
+
+			// Adopted: origin changes now flow.
+			src := mustGet(t, originClient(e), configMapGVK, source.Namespace, "app-config")
+			src.Object["data"] = map[string]any{"key": "changed"}
+			if err := originClient(e).Update(ctx, src); err != nil {
+				t.Fatal(err)
+			}
+			e.mustConverge(t)
+			if got := mustGet(t, destClient(e), configMapGVK, existing.Namespace, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "changed"}) {
+				t.Errorf("adopted copy data = %v, want the changed origin data", got)
+			}
+		})
+	}
+}
+
+// TestSyncer_related_refusedSourceKeepsNoFinalizer: a kcp-origin source
+// whose copy is refused (no state, the destination differs) must not carry
+// our finalizer: nothing of ours exists to clean up, and once the primary
+// stops selecting it nothing would ever release it.
+func TestSyncer_related_refusedSourceKeepsNoFinalizer(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects:  []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		serviceObjs: []ctrlruntimeclient.Object{configMap(cluster, "app-config", map[string]string{"key": "theirs"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want ErrConflict", err)
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the refused source has finalizers %v", f)
+	}
+
+	// The primary selects nothing any more.
+	e.setPrimarySpec(t, "configName", "")
+	e.mustConverge(t)
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the deselected source still has finalizers %v", f)
+	}
+}
+
+func TestSyncer_related_syncStatus(t *testing.T) {
+	testcases := []struct {
+		name string
+		opts relatedEnvOptions
+		// wantStatus is the status of the kcp copy; wantWarning an Event.
+		wantStatus  any
+		wantWarning bool
+	}{
+		{name: "status is copied through the status subresource", wantStatus: map[string]any{"phase": "Ready"}},
+		{name: "no status subresource in discovery: one warning", opts: relatedEnvOptions{kcpCredsWithoutHasStatus: true}, wantWarning: true},
+		{name: "the status subresource answers 404: one warning", opts: relatedEnvOptions{withoutKcpCredStatus: true}, wantWarning: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			rel := credsEntry()
+			rel.SyncStatus = true
+			tc.opts.rels = []syncagentv1alpha1.RelatedResourceSpec{rel}
+			tc.opts.serviceObjs = []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, map[string]any{"phase": "Ready"})}
+			e := newRelatedEnv(t, tc.opts)
+			e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+			e.mustConverge(t)
+			e.assertSteady(t)
+
+			copied := mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+			if diff := cmp.Diff(tc.wantStatus, copied.Object["status"]); diff != "" {
+				t.Errorf("status of the kcp copy (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]any{"user": "a"}, copied.Object["spec"]); diff != "" {
+				t.Errorf("spec of the kcp copy (-want +got):\n%s", diff)
+			}
+			warnings := 0
+			for _, l := range e.log {
+				if l == "Credential default/a-creds: StatusSubresourceMissing" {
+					warnings++
+				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[tc.wantWarning]; warnings != want {
+				t.Errorf("StatusSubresourceMissing events = %d, want %d (events %v)", warnings, want, e.log)
+			}
+			if !tc.wantWarning {
+				// A status change flows too.
+				src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+				src.Object["status"] = map[string]any{"phase": "Rotating"}
+				if err := e.service.Status().Update(ctx, src); err != nil {
+					t.Fatal(err)
+				}
+				e.mustConverge(t)
+				if got := mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["status"]; !cmp.Equal(got, map[string]any{"phase": "Rotating"}) {
+					t.Errorf("status after the change = %v", got)
+				}
+			}
+			// The state never holds the status.
+			var secrets corev1.SecretList
+			if err := e.service.List(ctx, &secrets, ctrlruntimeclient.HasLabels{"syncagent.kcp.io/related-identifier"}); err != nil || len(secrets.Items) != 1 {
+				t.Fatalf("related state Secrets: %d, %v", len(secrets.Items), err)
+			}
+			if s := string(secrets.Items[0].Data["state"]); strings.Contains(s, "status") {
+				t.Errorf("the related state holds the status: %s", s)
+			}
+		})
+	}
+}
+
+func TestSyncer_related_primaryDeletion(t *testing.T) {
+	ctx := t.Context()
+	cleanupCreds := credsEntry()
+	cleanupCreds.Cleanup = true
+	keep := syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: "keep", Origin: "service", Kind: "ConfigMap", Object: referenceTo("spec.keepName"),
+	}
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry(), cleanupCreds, keep},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		serviceObjs: []ctrlruntimeclient.Object{
+			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
+			configMap(cluster, "kept", map[string]string{"k": "v"}),
+		},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config", "credNames": []any{"a-creds"}, "keepName": "kept"}, nil)
+	e.mustConverge(t)
+	if n := len(e.relatedStateNames(t)); n != 3 {
+		t.Fatalf("related state Secrets after the sync: %d, want 3", n)
+	}
+	mustGet(t, e.service, configMapGVK, cluster, "app-config")
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+	mustGet(t, e.kcp, configMapGVK, "default", "kept")
+
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.log = nil
+	e.mustConverge(t)
+
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the primary still exists")
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the copy of the kcp-origin ConfigMap was not deleted")
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the kcp-origin source kept finalizers %v", f)
+	}
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") != nil {
+		t.Error("the kcp copy of a cleanup entry was not deleted")
+	}
+	mustGet(t, e.kcp, configMapGVK, "default", "kept")
+	mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	mustGet(t, e.service, configMapGVK, cluster, "kept")
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
+	}
+	var secrets corev1.SecretList
+	if err := e.service.List(ctx, &secrets, ctrlruntimeclient.InNamespace("agent-ns")); err != nil || len(secrets.Items) != 0 {
+		t.Errorf("state Secrets left: %d (%v)", len(secrets.Items), err)
+	}
+	for _, want := range []string{"ConfigMap default/app-config: ObjectDeleted", "Thing default/foo: ObjectDeleted"} {
+		if !slices.Contains(e.log, want) {
+			t.Errorf("events %v lack %q", e.log, want)
+		}
+	}
+}
+
+func TestSyncer_related_kcpSourceDeleted(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, e.kcp, configMapGVK, "default", "app-config") == nil {
+		t.Fatal("the finalizer did not hold the source")
+	}
+	e.log = nil
+	e.mustConverge(t)
+
+	if get(t, e.kcp, configMapGVK, "default", "app-config") != nil {
+		t.Error("the source still exists: finalizer not released")
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the copy of the deleted source still exists")
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap default/app-config: ObjectCleanup", "ConfigMap default/app-config: ObjectDeleted"}, e.log); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	if e.getRemote(t, "default", "foo") == nil {
+		t.Error("the primary was deleted")
+	}
+	e.assertSteady(t)
+}
+
+func TestSyncer_related_serviceSourceDeletedKeepsKcpCopy(t *testing.T) {
+	ctx := t.Context()
+	source := credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)
+	source.SetFinalizers([]string{"example.com/operator"})
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{source},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	e.assertSteady(t)
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+
+	// Gone for good: the state and the annotation go, the kcp copy stays.
+	gone := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	gone.SetFinalizers(nil)
+	if err := e.service.Update(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
+	}
+	if a := relatedAnnotations(e.getRemote(t, "default", "foo")); len(a) != 0 {
+		t.Errorf("annotations left: %v", a)
+	}
+}
+
+func TestSyncer_related_deselectedSourceIsReleased(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels: []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{
+			configMap("default", "app-config", map[string]string{"key": "value"}),
+			configMap("default", "new-config", map[string]string{"key": "new"}),
+		},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+
+	e.setPrimarySpec(t, "configName", "new-config")
+	e.mustConverge(t)
+
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the deselected source kept finalizers %v", f)
+	}
+	if diff := cmp.Diff([]string{finalizer}, mustGet(t, e.kcp, configMapGVK, "default", "new-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the new source (-want +got):\n%s", diff)
+	}
+	// The old copy stays; only its state goes.
+	mustGet(t, e.service, configMapGVK, cluster, "app-config")
+	mustGet(t, e.service, configMapGVK, cluster, "new-config")
+	if diff := cmp.Diff([]string{relatedState("config", "kcp", configMapGVK, "default", "new-config")}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
+}
+
+// TestSyncer_related_otherPrimaryKindKeepsItsRelatedState: a primary of
+// another PublishedResource with the same namespace and name shares the
+// labels of the state Secrets; pruning and deleting this primary's related
+// objects must leave the other one's alone.
+func TestSyncer_related_otherPrimaryKindKeepsItsRelatedState(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels: []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{
+			configMap("default", "app-config", map[string]string{"key": "value"}),
+			configMap("default", "gadget-config", map[string]string{"key": "gadget"}),
+		},
+	})
+	// The Gadget default/foo synced its own related ConfigMap.
+	gadget := state.Primary{APIVersion: "gadgets.example.com/v1", Kind: "Gadget"}
+	gadget.Cluster, gadget.Namespace, gadget.Name = cluster, "default", "foo"
+	gadgetRelated := state.Related{Primary: gadget, RelatedRecord: state.RelatedRecord{
+		Identifier: "config", OriginSide: "kcp",
+		Origin:      state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "gadget-config"},
+		Destination: state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: cluster, Name: "gadget-config"},
+	}}
+	if err := e.syncer.State.PutRelated(ctx, gadgetRelated, map[string]any{"data": map[string]any{"key": "gadget"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.service.Create(ctx, configMap(cluster, "gadget-config", map[string]string{"key": "gadget"})); err != nil {
+		t.Fatal(err)
+	}
+	src := mustGet(t, e.kcp, configMapGVK, "default", "gadget-config")
+	src.SetFinalizers([]string{finalizer})
+	if err := e.kcp.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+
+	if diff := cmp.Diff([]string{state.RelatedSecretName(gadgetRelated)}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
+	}
+	mustGet(t, e.service, configMapGVK, cluster, "gadget-config")
+	if diff := cmp.Diff([]string{finalizer}, mustGet(t, e.kcp, configMapGVK, "default", "gadget-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the Gadget's source (-want +got):\n%s", diff)
+	}
+}
