@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -12,13 +14,20 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
 
+// scanStepTimeout bounds one step of the scan; the agent slows down as
+// objects accumulate, so it is generous.
+const scanStepTimeout = 30 * time.Minute
+
 // scanPoint is the agent's memory once a number of objects is in sync.
 type scanPoint struct {
 	Objects      int     `json:"objects"`
 	RSSMiB       float64 `json:"rssMiB"`
 	PeakRSSMiB   float64 `json:"peakRSSMiB"`
 	HeapInuseMiB float64 `json:"heapInuseMiB"`
-	CPUSeconds   float64 `json:"cpuSeconds"`
+	// LiveHeapMiB is the heap in use right after a forced GC
+	// (/debug/pprof/heap?gc=1): what the agent really keeps.
+	LiveHeapMiB float64 `json:"liveHeapMiB"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
 	// Seconds is the time to create and sync this step's new objects.
 	Seconds float64 `json:"seconds"`
 }
@@ -31,7 +40,7 @@ func memoryScan(root *benchT, k *framework.Kcp, cfg *config) []scanPoint {
 	defer t.cleanup()
 	scanCfg := *cfg
 	scanCfg.Objects = cfg.ScanObjects[len(cfg.ScanObjects)-1]
-	e := &env{t: t, cfg: &scanCfg, k: k, au: agentUnderTest{Label: labelOurs, Binary: cfg.Agent}, dir: framework.ArtifactsDir(t)}
+	e := &env{t: t, cfg: &scanCfg, k: k, au: agentUnderTest{Label: labelOurs, Binary: cfg.Agent, Pprof: true}, dir: framework.ArtifactsDir(t)}
 	e.res = &runResult{Phases: map[string]*phaseResult{}}
 	logf("[memory-scan] setting up %d consumer workspaces", cfg.Workspaces)
 	e.setupKcpAndService("bench-memory-scan")
@@ -43,11 +52,17 @@ func memoryScan(root *benchT, k *framework.Kcp, cfg *config) []scanPoint {
 
 	point := func(objects int, secs float64) scanPoint {
 		mem := procMemory(e.agent.Pid())
-		return scanPoint{
+		p := scanPoint{
 			Objects: objects, RSSMiB: mem.RSS, PeakRSSMiB: mem.HWM, Seconds: secs,
 			HeapInuseMiB: e.scrapeAgent().sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20),
 			CPUSeconds:   procCPU(e.agent.Pid()),
 		}
+		// A heap profile with gc=1 runs a full GC first.
+		if _, _, err := getLong(t.Context(), "http://"+e.pprofAddress+"/debug/pprof/heap?gc=1", time.Minute); err != nil {
+			logf("[memory-scan] forced GC failed: %v", err)
+		}
+		p.LiveHeapMiB = e.scrapeAgent().sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
+		return p
 	}
 	points := []scanPoint{point(0, 0)}
 	have := 0
@@ -69,7 +84,7 @@ func memoryScan(root *benchT, k *framework.Kcp, cfg *config) []scanPoint {
 			_, err := c.Resource(kcpGVR).Namespace(kcpNamespace).Create(ctx, newThing(kcpGVR, kcpNamespace, objectName(i)), metav1.CreateOptions{})
 			return err
 		})
-		framework.WaitFor(t, e.phaseTimeout(), fmt.Sprintf("%d objects in sync", target), func(context.Context) (bool, error) {
+		framework.WaitFor(t, scanStepTimeout, fmt.Sprintf("%d objects in sync", target), func(context.Context) (bool, error) {
 			for i := from; i < target; i++ {
 				if _, ok := e.rec.synced(e.key(i)); !ok {
 					return false, nil
@@ -84,21 +99,31 @@ func memoryScan(root *benchT, k *framework.Kcp, cfg *config) []scanPoint {
 		p := points[len(points)-1]
 		logf("[memory-scan] %d objects: RSS %.0f MiB, heap in use %.0f MiB (%.0f s)", target, p.RSSMiB, p.HeapInuseMiB, secs)
 	}
+	// Keep a heap profile of the largest step (go tool pprof -sample_index=inuse_space).
+	if code, body, err := getLong(t.Context(), "http://"+e.pprofAddress+"/debug/pprof/heap", time.Minute); err == nil && code == 200 {
+		path := filepath.Join(e.dir, "heap.pprof")
+		if err := os.WriteFile(path, body, 0o644); err == nil {
+			logf("[memory-scan] heap profile written to %s", path)
+		}
+	}
 	return points
 }
 
 func printScan(w io.Writer, cfg *config, points []scanPoint) {
 	fmt.Fprintf(w, "\nmemory scan: W=%d workspaces, P=%d clients, related Secret: %v\n\n", cfg.Workspaces, cfg.Parallel, cfg.Related)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "objects\tRSS MiB\tpeak RSS MiB\theap in use MiB\tRSS per 1k objects (vs 0)\theap per 1k objects (vs 0)\tsync s")
+	fmt.Fprintln(tw, "objects\tRSS MiB\tpeak RSS MiB\theap in use MiB\tlive heap MiB (after GC)\tRSS per 1k (vs 0)\tlive heap per 1k (vs 0)\tagent CPU ms/object (step)\tsync s (step)")
 	base := points[0]
-	for _, p := range points {
-		perRSS, perHeap := "", ""
+	for i, p := range points {
+		perRSS, perHeap, cpu := "", "", ""
 		if p.Objects > 0 {
 			k := float64(p.Objects) / 1000
-			perRSS, perHeap = num((p.RSSMiB-base.RSSMiB)/k), num((p.HeapInuseMiB-base.HeapInuseMiB)/k)
+			perRSS, perHeap = num((p.RSSMiB-base.RSSMiB)/k), num((p.LiveHeapMiB-base.LiveHeapMiB)/k)
+			prev := points[i-1]
+			cpu = num((p.CPUSeconds - prev.CPUSeconds) * 1000 / float64(p.Objects-prev.Objects))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Objects, num(p.RSSMiB), num(p.PeakRSSMiB), num(p.HeapInuseMiB), perRSS, perHeap, num(p.Seconds))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Objects, num(p.RSSMiB), num(p.PeakRSSMiB), num(p.HeapInuseMiB), num(p.LiveHeapMiB),
+			perRSS, perHeap, cpu, num(p.Seconds))
 	}
 	_ = tw.Flush()
 }

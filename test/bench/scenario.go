@@ -62,6 +62,8 @@ type agentUnderTest struct {
 	Label   string
 	Binary  string
 	Profile int
+	// Pprof enables --pprof-address without a CPU profile.
+	Pprof bool
 }
 
 // env is one repetition's environment.
@@ -211,7 +213,7 @@ func (e *env) startAgent() {
 		"--metrics-address=" + metrics,
 		"--log-format=Console",
 	}
-	if e.au.Profile > 0 {
+	if e.au.Profile > 0 || e.au.Pprof {
 		e.pprofAddress = framework.MustFreeAddress(t)
 		args = append(args, "--pprof-address="+e.pprofAddress)
 	}
@@ -440,7 +442,7 @@ func (e *env) dumpAgentMetrics(phase string) {
 func (e *env) phaseCreate() {
 	svcBefore, kcpBefore := e.scrapeServer(e.svc.Config), e.scrapeServer(e.kcpMetricsConfig())
 	var profile chan struct{}
-	if e.pprofAddress != "" {
+	if e.au.Profile > 0 {
 		profile = e.captureProfile()
 	}
 	e.measured("create", func() {
