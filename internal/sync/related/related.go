@@ -253,13 +253,22 @@ func compileSelector(spec *syncagentv1alpha1.RelatedResourceObjectSelector) (*se
 	return sel, nil
 }
 
-// render executes t and returns its trimmed output.
+// missingValue is what text/template prints for a missing map key.
+const missingValue = "<no value>"
+
+// render executes t and returns its trimmed output. An output that used a
+// missing field is empty ("nothing yet"), never a name like
+// "<no value>-credentials".
 func render(t *template.Template, data any) (string, error) {
 	var b strings.Builder
 	if err := t.Execute(&b, data); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(b.String()), nil
+	out := strings.TrimSpace(b.String())
+	if strings.Contains(out, missingValue) {
+		return "", nil
+	}
+	return out, nil
 }
 
 // apply rewrites value with the regex (or returns the constant).

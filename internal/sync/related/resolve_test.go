@@ -257,6 +257,12 @@ func TestEntry_Resolve(t *testing.T) {
 			kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", nil)},
 		},
 		{
+			name:       "template using a missing field is nothing yet, not a name with <no value>",
+			origin:     "kcp",
+			object:     syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byTemplate("{{ .Object.spec.notThere }}-credentials")},
+			kcpObjects: []ctrlruntimeclient.Object{configMap("default", "<no value>-credentials", nil)},
+		},
+		{
 			name:       "template output is trimmed",
 			origin:     "kcp",
 			object:     syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byTemplate("\n  app-config \n")},
