@@ -110,9 +110,9 @@ func memoryScan(root *benchT, k *framework.Kcp, cfg *config) []scanPoint {
 }
 
 func printScan(w io.Writer, cfg *config, points []scanPoint) {
-	fmt.Fprintf(w, "\nmemory scan: W=%d workspaces, P=%d clients, related Secret: %v\n\n", cfg.Workspaces, cfg.Parallel, cfg.Related)
+	_, _ = fmt.Fprintf(w, "\nmemory scan: W=%d workspaces, P=%d clients, related Secret: %v\n\n", cfg.Workspaces, cfg.Parallel, cfg.Related)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "objects\tRSS MiB\tpeak RSS MiB\theap in use MiB\tlive heap MiB (after GC)\tRSS per 1k (vs 0)\tlive heap per 1k (vs 0)\tagent CPU ms/object (step)\tsync s (step)")
+	_, _ = fmt.Fprintln(tw, "objects\tRSS MiB\tpeak RSS MiB\theap in use MiB\tlive heap MiB (after GC)\tRSS per 1k (vs 0)\tlive heap per 1k (vs 0)\tagent CPU ms/object (step)\tsync s (step)")
 	base := points[0]
 	for i, p := range points {
 		perRSS, perHeap, cpu := "", "", ""
@@ -122,7 +122,7 @@ func printScan(w io.Writer, cfg *config, points []scanPoint) {
 			prev := points[i-1]
 			cpu = num((p.CPUSeconds - prev.CPUSeconds) * 1000 / float64(p.Objects-prev.Objects))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Objects, num(p.RSSMiB), num(p.PeakRSSMiB), num(p.HeapInuseMiB), num(p.LiveHeapMiB),
+		_, _ = fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Objects, num(p.RSSMiB), num(p.PeakRSSMiB), num(p.HeapInuseMiB), num(p.LiveHeapMiB),
 			perRSS, perHeap, cpu, num(p.Seconds))
 	}
 	_ = tw.Flush()

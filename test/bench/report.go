@@ -300,25 +300,25 @@ func ratioString(r *float64) string {
 }
 
 func printTable(w io.Writer, cfg *config, rows []summaryRow) {
-	fmt.Fprintf(w, "\nW=%d workspaces, N=%d objects, P=%d clients, related Secret: %v, %d run(s) per agent (median (min–max))\n",
+	_, _ = fmt.Fprintf(w, "\nW=%d workspaces, N=%d objects, P=%d clients, related Secret: %v, %d run(s) per agent (median (min–max))\n",
 		cfg.Workspaces, cfg.Objects, cfg.Parallel, cfg.Related, cfg.Count)
-	fmt.Fprintf(w, "ours: %s\n", cfg.Agent)
+	_, _ = fmt.Fprintf(w, "ours: %s\n", cfg.Agent)
 	if cfg.Baseline != "" {
-		fmt.Fprintf(w, "baseline: %s\n", cfg.Baseline)
+		_, _ = fmt.Fprintf(w, "baseline: %s\n", cfg.Baseline)
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := "figure\tunit\tours\t÷ direct"
 	if cfg.Baseline != "" {
 		header += "\tbaseline\t÷ direct\tbaseline ÷ ours"
 	}
-	fmt.Fprintln(tw, header)
+	_, _ = fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		line := fmt.Sprintf("%s\t%s\t%s\t%s", r.Figure, r.Unit, r.Ours, ratioString(r.OursVsDirect))
 		if cfg.Baseline != "" {
 			line += fmt.Sprintf("\t%s\t%s\t%s", r.Baseline, ratioString(r.BaselineVsDirect), ratioString(r.BaselineVsOurs))
 		}
-		fmt.Fprintln(tw, line)
+		_, _ = fmt.Fprintln(tw, line)
 	}
 	_ = tw.Flush()
 }
@@ -331,31 +331,31 @@ func printRequests(w io.Writer, runs []*runResult) {
 			continue
 		}
 		seen[r.Agent] = true
-		fmt.Fprintf(w, "\n%s (run %d): agent requests per object by phase, side and HTTP method (GET includes lists and watches)\n", r.Agent, r.Rep)
+		_, _ = fmt.Fprintf(w, "\n%s (run %d): agent requests per object by phase, side and HTTP method (GET includes lists and watches)\n", r.Agent, r.Rep)
 		for _, phase := range []string{"create", "status", "update", "delete"} {
-			fmt.Fprintf(w, "  %-7s %s\n", phase, formatRequests(r.Requests[phase]))
+			_, _ = fmt.Fprintf(w, "  %-7s %s\n", phase, formatRequests(r.Requests[phase]))
 		}
-		fmt.Fprintf(w, "  restart %s (absolute)\n", formatRequests(r.Restart.Requests))
-		fmt.Fprintf(w, "  CPU seconds by process and phase (wall seconds of the phase incl. settling; 2 cores = 2 CPU-s/s):\n")
+		_, _ = fmt.Fprintf(w, "  restart %s (absolute)\n", formatRequests(r.Restart.Requests))
+		_, _ = fmt.Fprintf(w, "  CPU seconds by process and phase (wall seconds of the phase incl. settling; 2 cores = 2 CPU-s/s):\n")
 		for _, phase := range []string{"create", "status", "update", "delete"} {
 			var parts []string
 			cpu := r.ProcessCPU[phase]
 			for _, k := range slices.Sorted(maps.Keys(cpu)) {
 				parts = append(parts, fmt.Sprintf("%s %s", k, num(cpu[k])))
 			}
-			fmt.Fprintf(w, "    %-7s wall %s: %s\n", phase, num(r.PhaseWallSeconds[phase]), strings.Join(parts, ", "))
+			_, _ = fmt.Fprintf(w, "    %-7s wall %s: %s\n", phase, num(r.PhaseWallSeconds[phase]), strings.Join(parts, ", "))
 		}
 		for _, side := range []string{sideService, sideKcp} {
 			m := r.ServerRequests[side]
 			if m == nil {
-				fmt.Fprintf(w, "  %s apiserver_request_total: not readable\n", side)
+				_, _ = fmt.Fprintf(w, "  %s apiserver_request_total: not readable\n", side)
 				continue
 			}
 			var parts []string
 			for _, k := range slices.Sorted(maps.Keys(m)) {
 				parts = append(parts, fmt.Sprintf("%s %s", k, num(m[k])))
 			}
-			fmt.Fprintf(w, "  %s server, create phase, per object: %s\n", side, strings.Join(parts, ", "))
+			_, _ = fmt.Fprintf(w, "  %s server, create phase, per object: %s\n", side, strings.Join(parts, ", "))
 		}
 	}
 }
