@@ -29,6 +29,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/version"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -181,7 +182,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		LeaderElectionReleaseOnCancel:       true,
 		LeaderElectionResourceLockInterface: leaderLockInterface(lock),
 		Metrics:                             metricsserver.Options{BindAddress: metricsAddr},
-		Cache: cache.Options{ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
 			// The agent reads Secrets (its sync state) only in its own
 			// namespace, and its RBAC allows no more.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
@@ -204,6 +205,10 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	})
 	resolved.Set()
 
+	// State Secrets are found by the kcp object they belong to.
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil {
+		return fmt.Errorf("failed to index state Secrets: %w", err)
+	}
 	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
 	if err != nil {
 		return err

@@ -194,6 +194,10 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 		return nil, err
 	}
 
+	// An earlier controller of the same local type may have added the index.
+	if err := opts.LocalCache.IndexField(context.Background(), typed(opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return nil, fmt.Errorf("failed to index local copies: %w", err)
+	}
 	if err := ctrl.MultiClusterWatch(mcsource.Kind(typed(opts.RemoteGVK), mchandler.TypedEnqueueRequestForObject[*unstructured.Unstructured]())); err != nil {
 		return nil, fmt.Errorf("failed to watch kcp objects: %w", err)
 	}

@@ -166,15 +166,17 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// managedFields are never read and are a third of a cached object.
 	copiesCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.NewSelector().Add(*synced)})
+		DefaultLabelSelector: labels.NewSelector().Add(*synced), DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return fmt.Errorf("failed to create the local copies cache: %w", err)
 	}
 	if err := mgr.Add(copiesCache); err != nil {
 		return err
 	}
-	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return fmt.Errorf("failed to create the related objects cache: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 )
@@ -69,6 +70,37 @@ func (r Remote) Selector() labels.Selector {
 		l[keys.RemoteObjectNamespaceHash] = Hash(r.Namespace)
 	}
 	return labels.SelectorFromSet(l)
+}
+
+// RemoteIndex names the cache index of objects by the kcp object their
+// remote-object labels name (local copies and state Secrets), so that
+// finding them costs a map lookup instead of a walk over every cached
+// object.
+const RemoteIndex = "syncagent.kcp.io/remote-object"
+
+// RemoteIndexValues returns the index values of obj: "<cluster>/<name hash>"
+// and, with a namespace hash, also "<cluster>/<name hash>/<namespace hash>",
+// so that an IndexKey lookup matches exactly what Selector matches.
+func RemoteIndexValues(obj ctrlruntimeclient.Object) []string {
+	l := obj.GetLabels()
+	cluster, name := l[keys.RemoteObjectCluster], l[keys.RemoteObjectNameHash]
+	if cluster == "" || name == "" {
+		return nil
+	}
+	values := []string{cluster + "/" + name}
+	if ns := l[keys.RemoteObjectNamespaceHash]; ns != "" {
+		values = append(values, cluster+"/"+name+"/"+ns)
+	}
+	return values
+}
+
+// IndexKey returns the RemoteIndex value that finds the objects of r.
+func (r Remote) IndexKey() string {
+	key := r.Cluster + "/" + Hash(r.Name)
+	if r.Namespace != "" {
+		key += "/" + Hash(r.Namespace)
+	}
+	return key
 }
 
 // FromLocal reads the kcp identity recorded on a local copy. ok is false if

@@ -114,7 +114,7 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 	}
 	key := LegacyKey(legacyCluster, r.Origin.Namespace, r.Origin.Name)
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(r.Primary, false)}); err != nil {
+	if err := s.list(ctx, &list, r.Primary, s.selector(r.Primary, false)); err != nil {
 		return nil, fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	gk := r.Origin.GroupKind()
@@ -200,7 +200,7 @@ func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) (
 		return nil, fmt.Errorf("invalid related identifier %q: %w", identifier, err)
 	}
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel.Add(*req)}); err != nil {
+	if err := s.list(ctx, &list, p, sel.Add(*req)); err != nil {
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
 	var out []StoredRelated

@@ -115,6 +115,13 @@ func (s *Store) selector(p Primary, related bool) labels.Selector {
 	return sel
 }
 
+// list lists the state Secrets of p that sel selects, through the
+// objmeta.RemoteIndex index of the Client's cache.
+func (s *Store) list(ctx context.Context, list *corev1.SecretList, p Primary, sel labels.Selector) error {
+	return s.Client.List(ctx, list, ctrlruntimeclient.InNamespace(s.Namespace),
+		ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: p.IndexKey()}, ctrlruntimeclient.MatchingLabelsSelector{Selector: sel})
+}
+
 // Get returns the normalized last state of p, or nil if there is none.
 func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 	key := LegacyKey(p.Cluster, p.Namespace, p.Name)
@@ -130,7 +137,7 @@ func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 	// The name depends on the kcp apiVersion; after a version projection
 	// change the state lives under another name.
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p, false)}); err != nil {
+	if err := s.list(ctx, &list, p, s.selector(p, false)); err != nil {
 		return nil, fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
@@ -232,7 +239,7 @@ func (s *Store) deleteOthers(ctx context.Context, p Primary, keep string) error 
 // deleteMatching deletes the state Secrets of p that sel selects, except keep.
 func (s *Store) deleteMatching(ctx context.Context, p Primary, sel labels.Selector, keep string) error {
 	var list corev1.SecretList
-	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := s.list(ctx, &list, p, sel); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	for i := range list.Items {

@@ -38,7 +38,8 @@ func newStore(t *testing.T, funcs interceptor.Funcs, objs ...ctrlruntimeclient.O
 	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(funcs).
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
 	return &Store{Client: c, Namespace: "agent", AgentName: "me"}, c
 }
 

@@ -67,8 +67,8 @@ type Syncer struct {
 	// Service writes local copies and namespaces; it reads namespaces from
 	// the manager's cache and other objects live (only adoption needs that).
 	Service ctrlruntimeclient.Client
-	// Copies lists local copies (a cache of objects that carry sync labels);
-	// nil means Service.
+	// Copies lists local copies (a cache of objects that carry sync labels,
+	// with the objmeta.RemoteIndex index); nil means Service.
 	Copies ctrlruntimeclient.Reader
 	State  *state.Store
 	Event  EventFunc
@@ -148,8 +148,19 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 			return Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
 		}
 		s.Event(obj, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
-		return Result{Requeue: true, Writes: 1}, nil
+		// The patch returned the updated object: go on in this pass, so that
+		// a new object needs one trip through the queue, not two.
+		res, err := s.sync(ctx, ws, obj, p)
+		res.Writes++
+		return res, err
 	}
+	return s.sync(ctx, ws, obj, p)
+}
+
+// sync brings the local copy, the status and the related objects of obj
+// (which carries our finalizer) in line.
+func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
+	remote := p.Remote
 
 	local, err := s.findLocal(ctx, remote)
 	if err != nil {
@@ -227,7 +238,8 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 	if copies == nil {
 		copies = s.Service
 	}
-	if err := copies.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
+	if err := copies.List(ctx, list, ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: remote.IndexKey()},
+		ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
 	var found []unstructured.Unstructured

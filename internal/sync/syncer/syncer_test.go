@@ -48,8 +48,10 @@ func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
 		t.Fatal(err)
 	}
 	e := &env{
-		kcp:     fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
-		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...).Build(),
+		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
+		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...).
+			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build(),
 	}
 	namer, err := naming.NewNamer(nil)
 	if err != nil {
