@@ -96,7 +96,9 @@ type Options struct {
 	// listed and watched there.
 	Service    ctrlruntimeclient.Client
 	LocalCache cache.Cache
-	Workers    int
+	// ServiceReader reads from the service cluster's API server (no cache).
+	ServiceReader ctrlruntimeclient.Reader
+	Workers       int
 }
 
 // RelatedTypes are the types of one related entry on both sides.
@@ -168,7 +170,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 			Namer:             namer,
 			Service:           opts.Service,
 			Copies:            opts.LocalCache,
-			State:             &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName},
+			State:             &state.Store{Client: opts.Service, Live: opts.ServiceReader, Namespace: opts.Namespace, AgentName: opts.AgentName},
 			Warned:            syncer.NewWarnedSet(),
 			SpecMutator:       specMutator,
 			StatusMutator:     statusMutator,

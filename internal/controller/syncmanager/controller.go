@@ -352,6 +352,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			StatusSubresource: key.statusSubresource,
 			Service:           r.mcMgr.GetLocalManager().GetClient(),
 			LocalCache:        r.copiesCache,
+			ServiceReader:     r.mcMgr.GetLocalManager().GetAPIReader(),
 			RelatedTypes:      relatedTypes,
 			RelatedService:    r.relatedClient,
 			RelatedCache:      r.relatedCache,

@@ -126,6 +126,26 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 	return nil, nil
 }
 
+// GetRelatedLive reads the related object's own state Secret from the API
+// server: before a destination is refused as someone else's, a state
+// Secret written a moment ago must not be missed because the cache has not
+// seen it yet.
+func (s *Store) GetRelatedLive(ctx context.Context, r Related) (map[string]any, error) {
+	reader := s.Live
+	if reader == nil {
+		reader = s.Client
+	}
+	secret := &corev1.Secret{}
+	err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to get related state Secret: %w", err)
+	}
+	return normalize(secret.Data[relatedStateKey], nil), nil
+}
+
 // PutRelated stores desired as the last state of a related object.
 func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]any) error {
 	snapshot := (&unstructured.Unstructured{Object: desired}).DeepCopy()

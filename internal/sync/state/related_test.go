@@ -553,3 +553,30 @@ func TestPrimaryOfRelated(t *testing.T) {
 		t.Errorf("PrimaryOfRelated of a written Secret = %v, %v; want %v, true", got, ok, want)
 	}
 }
+
+// TestStore_GetRelatedLive: the live read finds a state Secret that the
+// cached client does not show yet.
+func TestStore_GetRelatedLive(t *testing.T) {
+	ctx := t.Context()
+	live, liveClient := newStore(t, interceptor.Funcs{})
+	desired := map[string]any{"data": map[string]any{"password": "czNjcjN0"}}
+	if err := live.PutRelated(ctx, relatedCreds, desired); err != nil {
+		t.Fatal(err)
+	}
+	lagging, _ := newStore(t, interceptor.Funcs{}) // a cache that has not seen the Secret
+	lagging.Live = liveClient
+
+	if got, err := lagging.GetRelated(ctx, relatedCreds); err != nil || got != nil {
+		t.Fatalf("GetRelated through the lagging cache = %v, %v; want nil, nil", got, err)
+	}
+	got, err := lagging.GetRelatedLive(ctx, relatedCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(desired, got); diff != "" {
+		t.Errorf("live state (-want +got):\n%s", diff)
+	}
+	if got, err := live.GetRelatedLive(ctx, relatedOf(relatedCreds.Primary, "other", "Secret", "nope")); err != nil || got != nil {
+		t.Errorf("GetRelatedLive of a missing Secret = %v, %v; want nil, nil", got, err)
+	}
+}

@@ -91,8 +91,11 @@ func LegacyKey(cluster, namespace, name string) string {
 
 // Store reads and writes state Secrets.
 type Store struct {
-	// Client reads and writes Secrets in Namespace.
-	Client    ctrlruntimeclient.Client
+	// Client reads (from a cache) and writes Secrets in Namespace.
+	Client ctrlruntimeclient.Client
+	// Live reads Secrets from the API server, for decisions a lagging cache
+	// must not make; nil means Client.
+	Live      ctrlruntimeclient.Reader
 	Namespace string
 	AgentName string
 }

@@ -177,6 +177,13 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		return res, err
 	}
 
+	if dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object) {
+		// Before refusing the destination, make sure our own state is not
+		// just missing from a lagging cache.
+		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
+			return res, err
+		}
+	}
 	switch {
 	case dest != nil && dest.GetDeletionTimestamp() != nil:
 		res.Requeue = true
