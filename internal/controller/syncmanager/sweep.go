@@ -75,26 +75,21 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 	if cl == nil || len(secret.Data) == 0 {
 		return false
 	}
-	entries := secret.Data
+	var objects []*unstructured.Unstructured
 	if primary, ok := state.PrimaryOfRelated(secret); ok {
 		// A related object's state goes with its primary.
-		if primary.Name == "" {
-			return false
+		objects = append(objects, primary.Unstructured())
+	} else {
+		for _, data := range secret.Data {
+			stored := &unstructured.Unstructured{}
+			if err := stored.UnmarshalJSON(data); err != nil {
+				return false
+			}
+			objects = append(objects, stored)
 		}
-		ref := &unstructured.Unstructured{}
-		ref.SetAPIVersion(primary.APIVersion)
-		ref.SetKind(primary.Kind)
-		ref.SetNamespace(primary.Namespace)
-		ref.SetName(primary.Name)
-		data, err := ref.MarshalJSON()
-		if err != nil {
-			return false
-		}
-		entries = map[string][]byte{"primary": data}
 	}
-	for _, data := range entries {
-		stored := &unstructured.Unstructured{}
-		if err := stored.UnmarshalJSON(data); err != nil || stored.GetName() == "" {
+	for _, stored := range objects {
+		if stored.GetName() == "" {
 			return false
 		}
 		gvk, ok := s.fleet.syncedGVK(stored.GroupVersionKind().GroupKind())

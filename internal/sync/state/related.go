@@ -57,6 +57,16 @@ type ObjectRef struct {
 	Name       string `json:"name"`
 }
 
+// Unstructured returns an object with only the type and name of r.
+func (r ObjectRef) Unstructured() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(r.APIVersion)
+	u.SetKind(r.Kind)
+	u.SetNamespace(r.Namespace)
+	u.SetName(r.Name)
+	return u
+}
+
 // GroupKind returns the reference's group and kind.
 func (r ObjectRef) GroupKind() schema.GroupKind {
 	return schema.FromAPIVersionAndKind(r.APIVersion, r.Kind).GroupKind()
@@ -98,13 +108,9 @@ func RelatedSecretName(r Related) string {
 
 // GetRelated returns the normalized last state of a related object, or nil.
 func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, error) {
-	secret := &corev1.Secret{}
-	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
-	switch {
-	case err == nil:
-		return normalize(secret.Data[relatedStateKey], nil), nil
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("failed to get related state Secret: %w", err)
+	state, found, err := s.readRelated(ctx, s.Client, r)
+	if found || err != nil {
+		return state, err
 	}
 
 	// The reference kept related state in the primary's Secret.
@@ -135,15 +141,22 @@ func (s *Store) GetRelatedLive(ctx context.Context, r Related) (map[string]any, 
 	if reader == nil {
 		reader = s.Client
 	}
+	state, _, err := s.readRelated(ctx, reader, r)
+	return state, err
+}
+
+// readRelated reads the related object's own state Secret through reader;
+// found is false when the Secret does not exist.
+func (s *Store) readRelated(ctx context.Context, reader ctrlruntimeclient.Reader, r Related) (state map[string]any, found bool, err error) {
 	secret := &corev1.Secret{}
-	err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
+	err = reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, false, nil
 	case err != nil:
-		return nil, fmt.Errorf("failed to get related state Secret: %w", err)
+		return nil, false, fmt.Errorf("failed to get related state Secret: %w", err)
 	}
-	return normalize(secret.Data[relatedStateKey], nil), nil
+	return normalize(secret.Data[relatedStateKey], nil), true, nil
 }
 
 // PutRelated stores desired as the last state of a related object.

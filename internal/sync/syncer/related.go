@@ -132,16 +132,6 @@ func quote(s string) string {
 	return string(data)
 }
 
-// unstructuredRef returns an object with only the type and name of ref.
-func unstructuredRef(ref state.ObjectRef) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(ref.APIVersion)
-	u.SetKind(ref.Kind)
-	u.SetNamespace(ref.Namespace)
-	u.SetName(ref.Name)
-	return u
-}
-
 // syncRelatedObject syncs one origin object to its destination.
 func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *unstructured.Unstructured, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
 	res := Result{}
@@ -155,14 +145,14 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		return res, nil // a service-origin source going away leaves its kcp copy
 	}
 	destKey := types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}
-	dest := unstructuredRef(rec.Destination)
+	dest := rec.Destination.Unstructured()
 	if err := destClient.Get(ctx, destKey, dest); err != nil {
 		if !apierrors.IsNotFound(err) {
 			return res, fmt.Errorf("failed to get related destination %s: %w", destKey, err)
 		}
 		dest = nil
 	}
-	other := unstructuredRef(rec.Destination).Object
+	other := rec.Destination.Unstructured().Object
 	if dest != nil {
 		other = dest.Object
 	}
@@ -177,19 +167,21 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		return res, err
 	}
 
-	if dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object) {
-		// Before refusing the destination, make sure our own state is not
-		// just missing from a lagging cache.
+	// Without state the copy is ours only if it already is what we would
+	// write. Before refusing it, make sure our own state is not just
+	// missing from a lagging cache.
+	foreign := dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object)
+	if foreign {
 		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
 			return res, err
 		}
+		foreign = last == nil
 	}
 	switch {
 	case dest != nil && dest.GetDeletionTimestamp() != nil:
 		res.Requeue = true
 		return res, nil
-	case dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object):
-		// No state: the copy is ours only if it already is what we would write.
+	case foreign:
 		s.Event(primary, corev1.EventTypeWarning, ReasonObjectConflict,
 			fmt.Sprintf("The related object %q cannot be placed: an object with its name exists and was not created by this service.", e.Identifier))
 		return res, fmt.Errorf("%w: related %s %s", ErrConflict, rec.Destination.Kind, destKey)
@@ -319,7 +311,7 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 		return res, err
 	}
 	if stored != nil {
-		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), unstructuredRef(rec.Destination))
+		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), rec.Destination.Unstructured())
 		if err != nil {
 			return res, err
 		}
@@ -356,7 +348,7 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
 		return Result{}, nil
 	}
-	origin := unstructuredRef(rec.Origin)
+	origin := rec.Origin.Unstructured()
 	err := ws.Client.Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, origin)
 	if apierrors.IsNotFound(err) {
 		return Result{}, nil
@@ -365,6 +357,20 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
 	}
 	return s.removeFinalizer(ctx, ws, origin)
+}
+
+// forgetRelated releases a recorded kcp-origin source and deletes the
+// record's state Secret.
+func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, st state.StoredRelated) (Result, error) {
+	res, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+	if err != nil {
+		return res, err
+	}
+	if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
+		return res, err
+	}
+	res.Writes++
+	return res, nil
 }
 
 // pruneRelated drops the state of related objects the primary no longer
@@ -379,15 +385,11 @@ func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary
 		if keep.Has(st.SecretName) {
 			continue
 		}
-		r, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+		r, err := s.forgetRelated(ctx, ws, st)
 		res.add(r)
 		if err != nil {
 			return res, err
 		}
-		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
-			return res, err
-		}
-		res.Writes++
 	}
 	return res, nil
 }
@@ -464,7 +466,7 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 			if st.OriginSide == string(related.SideService) {
 				destSide = related.SideKcp
 			}
-			deleted, err := deleteIfExists(ctx, s.side(ws, destSide), unstructuredRef(st.Destination))
+			deleted, err := deleteIfExists(ctx, s.side(ws, destSide), st.Destination.Unstructured())
 			if err != nil {
 				return res, err
 			}
@@ -473,15 +475,11 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
 			}
 		}
-		r, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+		r, err := s.forgetRelated(ctx, ws, st)
 		res.add(r)
 		if err != nil {
 			return res, err
 		}
-		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
-			return res, err
-		}
-		res.Writes++
 	}
 	return res, nil
 }
