@@ -52,7 +52,7 @@ test-unit: ## Unit tests (with the race detector).
 test-e2e: testbed build ## e2e tests against real kcp and kube-apiserver (E2E_RUN=regex to select).
 	mkdir -p $(ARTIFACTS)
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent ARTIFACTS=$(ARTIFACTS) \
-		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go'
+		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|agent log'
 
 # The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, BASELINE_AGENT,
 # CPU_PROFILE, MEMORY_SCAN and SCAN come from the environment or the make command

@@ -225,6 +225,7 @@ type benchT struct {
 	root     *benchT
 	mu       sync.Mutex
 	cleanups []func()
+	failed   bool
 }
 
 // child returns a T for one repetition; its cleanups run at its end.
@@ -242,8 +243,18 @@ func (b *benchT) Cleanup(f func()) {
 }
 func (b *benchT) Logf(f string, a ...any) { logf(f, a...) }
 func (b *benchT) Fatal(a ...any)          { b.Fatalf("%s", fmt.Sprint(a...)) }
+func (b *benchT) Failed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed
+}
 func (b *benchT) Fatalf(f string, a ...any) {
 	fmt.Fprintf(os.Stderr, "bench failed: "+f+"\n", a...)
+	for _, t := range []*benchT{b, b.root} {
+		t.mu.Lock()
+		t.failed = true
+		t.mu.Unlock()
+	}
 	b.cleanup()
 	if b.root != b {
 		b.root.cleanup()

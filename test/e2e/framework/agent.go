@@ -53,7 +53,38 @@ func StartAgentWithEnv(t T, env []string, args ...string) *Agent {
 	}
 	a.Process = p
 	t.Cleanup(func() { p.Stop(agentStopGrace) })
+	// Runs before the stop above: a failed test's output says whether the
+	// agent was still running and shows the end of its log, since CI keeps
+	// only the test output.
+	t.Cleanup(func() {
+		if t.Failed() {
+			a.logTail(t, failureLogLines)
+		}
+	})
 	return a
+}
+
+// failureLogLines is how many of the agent's last non-debug log lines a
+// failed test prints.
+const failureLogLines = 40
+
+// logTail logs whether the agent is running and its last n log lines that
+// are not debug lines.
+func (a *Agent) logTail(t T, n int) {
+	state := "still running"
+	if a.Exited() {
+		state = fmt.Sprintf("exited with code %d", a.ExitCode())
+	}
+	t.Logf("agent log %s (%s), last %d non-debug lines:", filepath.Base(a.LogPath), state, n)
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(a.Logs(), "\n"), "\n") {
+		if !strings.Contains(l, "\tDEBUG\t") {
+			lines = append(lines, l)
+		}
+	}
+	for _, l := range lines[max(0, len(lines)-n):] {
+		t.Logf("agent log | %s", l)
+	}
 }
 
 func hasFlag(args []string, flag string) bool {

@@ -9,11 +9,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 
@@ -71,14 +74,39 @@ func sanitize(s string) string { return unsafeChars.ReplaceAllString(s, "_") }
 // servers' and the agent's own logs go to the artifacts directory.
 func DiscardControllerRuntimeLogs() { ctrlruntimelog.SetLogger(logr.Discard()) }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Ports for the test servers come from below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range starts at 32768 by default). A port the
+// kernel picked for "127.0.0.1:0" can be handed out again as the source port
+// of any outgoing connection between our check and the server's bind, and
+// the server then fails with "address already in use"; ports below the range
+// are only ever taken by listeners.
+const (
+	firstTestPort = 20000
+	lastTestPort  = 32767
+)
+
+var (
+	portOnce sync.Once
+	nextPort atomic.Int64
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. It
+// walks the test port range from a random start, so parallel test binaries
+// rarely try the same ports.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("failed to find a free port: %w", err)
+	portOnce.Do(func() {
+		nextPort.Store(firstTestPort + mathrand.Int64N(lastTestPort-firstTestPort+1))
+	})
+	for range lastTestPort - firstTestPort + 1 {
+		p := firstTestPort + (nextPort.Add(1)-firstTestPort)%(lastTestPort-firstTestPort+1)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		return int(p), nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in %d-%d on 127.0.0.1", firstTestPort, lastTestPort)
 }
 
 // MustFreeAddress returns "127.0.0.1:<free port>".

@@ -10,6 +10,7 @@ type T interface {
 	Name() string
 	Context() context.Context
 	Cleanup(func())
+	Failed() bool
 	Logf(format string, args ...any)
 	Fatal(args ...any)
 	Fatalf(format string, args ...any)
