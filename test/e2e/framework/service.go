@@ -1,6 +1,8 @@
 package framework
 
 import (
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,6 +45,18 @@ func StartServiceCluster(t T) *ServiceCluster {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
 	}
+	// Ports from the test range (see FreePort); envtest would pick
+	// ephemeral ones. (etcd's peer port stays envtest's choice.)
+	etcdPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdPort)}}
+	env.ControlPlane.GetAPIServer().SecurePort = apiPort
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("failed to start the service cluster: %v", err)
