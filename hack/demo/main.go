@@ -150,6 +150,7 @@ func step(format string, args ...any) {
 type demo struct {
 	ctx      context.Context
 	cleanups []func()
+	failed   bool
 }
 
 func (d *demo) Helper()                  {}
@@ -157,9 +158,11 @@ func (d *demo) Name() string             { return "" }
 func (d *demo) Context() context.Context { return d.ctx }
 func (d *demo) Cleanup(f func())         { d.cleanups = append(d.cleanups, f) }
 func (d *demo) Logf(f string, a ...any)  { fmt.Printf(f+"\n", a...) }
+func (d *demo) Failed() bool             { return d.failed }
 func (d *demo) Fatal(a ...any)           { d.Fatalf("%s", fmt.Sprint(a...)) }
 func (d *demo) Fatalf(f string, a ...any) {
 	fmt.Fprintf(os.Stderr, "demo failed: "+f+"\n", a...)
+	d.failed = true
 	d.cleanup()
 	os.Exit(1)
 }
