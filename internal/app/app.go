@@ -30,6 +30,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/version"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -208,6 +209,9 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// State Secrets are found by the kcp object they belong to.
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil {
 		return fmt.Errorf("failed to index state Secrets: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues); err != nil {
+		return fmt.Errorf("failed to index related state Secrets: %w", err)
 	}
 	resolver, err := discovery.NewResolver(mgr.GetConfig(), mgr.GetClient())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -272,4 +273,94 @@ func PrimaryOfRelated(secret *corev1.Secret) (ref ObjectRef, ok bool) {
 		return ObjectRef{}, true
 	}
 	return rec.Primary, true
+}
+
+// RelatedObjectIndex names the cache index of related state Secrets by the
+// objects their record names (origin and destination). Two primaries can
+// select the same related object; the index tells the deletion of one of
+// them that the other still uses the object.
+const RelatedObjectIndex = "syncagent.kcp.io/related-object"
+
+// RelatedObjectIndexValues returns the index values of a related state
+// Secret: one RelatedObjectKey for its origin and one for its destination.
+func RelatedObjectIndexValues(obj ctrlruntimeclient.Object) []string {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok {
+		return nil
+	}
+	if _, isRelated := secret.Labels[keys.RelatedIdentifier]; !isRelated {
+		return nil
+	}
+	var rec RelatedRecord
+	if err := json.Unmarshal(secret.Data[relatedRecordKey], &rec); err != nil || rec.Origin.Name == "" {
+		return nil
+	}
+	cluster := secret.Labels[keys.RemoteObjectCluster]
+	destSide := sideKcp
+	if rec.OriginSide == sideKcp {
+		destSide = sideService
+	}
+	return []string{
+		RelatedObjectKey(cluster, rec.OriginSide, rec.Origin),
+		RelatedObjectKey(cluster, destSide, rec.Destination),
+	}
+}
+
+// Sides of a RelatedRecord.
+const (
+	sideKcp     = "kcp"
+	sideService = "service"
+)
+
+// RelatedObjectKey identifies an object on one side: kcp-side objects
+// within their workspace (cluster), service-side ones cluster-wide. The
+// version is left out, as one object is served in several.
+func RelatedObjectKey(cluster, side string, ref ObjectRef) string {
+	if side != sideKcp {
+		cluster = ""
+	}
+	gk := ref.GroupKind()
+	return strings.Join([]string{side, cluster, gk.Group, gk.Kind, ref.Namespace, ref.Name}, "/")
+}
+
+// UsedByOthers reports whether a related state Secret of a primary other
+// than p records ref on side, as origin or destination. Candidates come
+// from the cache's RelatedObjectIndex and each is confirmed by a live read,
+// so that a record deleted a moment ago never keeps a copy or a finalizer
+// alive. (A record written a moment ago may be missed; its primary's next
+// pass restores what this caller removes.)
+func (s *Store) UsedByOthers(ctx context.Context, p Primary, side string, ref ObjectRef) (bool, error) {
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
+		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: RelatedObjectKey(p.Cluster, side, ref)}); err != nil {
+		return false, fmt.Errorf("failed to list related state Secrets: %w", err)
+	}
+	reader := s.Live
+	if reader == nil {
+		reader = s.Client
+	}
+	own := ObjectRef{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+	for i := range list.Items {
+		candidate := &list.Items[i]
+		if owner, _ := PrimaryOfRelated(candidate); candidate.Labels[keys.RemoteObjectCluster] == p.Cluster && sameObject(owner, own) {
+			continue
+		}
+		live := &corev1.Secret{}
+		err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: candidate.Name}, live)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, fmt.Errorf("failed to get related state Secret %s: %w", candidate.Name, err)
+		}
+		if live.DeletionTimestamp == nil && slices.Contains(RelatedObjectIndexValues(live), RelatedObjectKey(p.Cluster, side, ref)) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sameObject compares two references by group, kind, namespace and name.
+func sameObject(a, b ObjectRef) bool {
+	return a.GroupKind() == b.GroupKind() && a.Namespace == b.Namespace && a.Name == b.Name
 }

@@ -580,3 +580,57 @@ func TestStore_GetRelatedLive(t *testing.T) {
 		t.Errorf("GetRelatedLive of a missing Secret = %v, %v; want nil, nil", got, err)
 	}
 }
+
+func TestUsedByOthers(t *testing.T) {
+	ctx := t.Context()
+	bar := primary
+	bar.Name = "bar"
+	otherWorkspace := primary
+	otherWorkspace.Cluster = "xyz"
+	otherKind := primary
+	otherKind.APIVersion, otherKind.Kind = "other.example.com/v1", "Other"
+
+	testcases := []struct {
+		name   string
+		writer Primary // whose record of relatedCreds is stored
+		// staleCache: the record is in the cache only (deleted live).
+		staleCache bool
+		side       string
+		ref        ObjectRef
+		want       bool
+	}{
+		{name: "own record", writer: primary, side: "kcp", ref: relatedCreds.Origin},
+		{name: "another primary's record, origin", writer: bar, side: "kcp", ref: relatedCreds.Origin, want: true},
+		{name: "another primary's record, destination", writer: bar, side: "service", ref: relatedCreds.Destination, want: true},
+		{name: "origin version does not matter", writer: bar, side: "kcp", ref: ObjectRef{APIVersion: "v2", Kind: "Secret", Namespace: "default", Name: "db-creds"}, want: true},
+		{name: "same-named primary of another kind", writer: otherKind, side: "kcp", ref: relatedCreds.Origin, want: true},
+		{name: "kcp objects of another workspace are other objects", writer: otherWorkspace, side: "kcp", ref: relatedCreds.Origin},
+		{name: "service objects are shared across workspaces", writer: otherWorkspace, side: "service", ref: relatedCreds.Destination, want: true},
+		{name: "wrong side", writer: bar, side: "service", ref: relatedCreds.Origin},
+		{name: "another object", writer: bar, side: "kcp", ref: ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "default", Name: "other"}},
+		{name: "record deleted, cache stale", writer: bar, staleCache: true, side: "kcp", ref: relatedCreds.Origin},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			store, c := newStore(t, interceptor.Funcs{})
+			writer := relatedCreds
+			writer.Primary = tc.writer
+			if err := store.PutRelated(ctx, writer, map[string]any{"data": map[string]any{"k": "dg=="}}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.staleCache {
+				live, _ := newStore(t, interceptor.Funcs{})
+				store.Live = live.Client
+			}
+			got, err := store.UsedByOthers(ctx, primary, tc.side, tc.ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				var list corev1.SecretList
+				_ = c.List(ctx, &list)
+				t.Errorf("UsedByOthers = %v, want %v (stored: %d Secrets)", got, tc.want, len(list.Items))
+			}
+		})
+	}
+}

@@ -39,7 +39,8 @@ func newStore(t *testing.T, funcs interceptor.Funcs, objs ...ctrlruntimeclient.O
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithInterceptorFuncs(funcs).
-		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, RelatedObjectIndex, RelatedObjectIndexValues).Build()
 	return &Store{Client: c, Namespace: "agent", AgentName: "me"}, c
 }
 

@@ -343,10 +343,13 @@ func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstruc
 }
 
 // releaseRecorded removes the finalizer from the recorded kcp-origin
-// source, if it still exists.
-func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.RelatedRecord) (Result, error) {
+// source, if it still exists and no other primary uses it.
+func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, p state.Primary, rec state.RelatedRecord) (Result, error) {
 	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
 		return Result{}, nil
+	}
+	if shared, err := s.State.UsedByOthers(ctx, p, rec.OriginSide, rec.Origin); err != nil || shared {
+		return Result{}, err
 	}
 	origin := rec.Origin.Unstructured()
 	err := ws.Client.Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, origin)
@@ -361,8 +364,8 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 
 // forgetRelated releases a recorded kcp-origin source and deletes the
 // record's state Secret.
-func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, st state.StoredRelated) (Result, error) {
-	res, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primary, st state.StoredRelated) (Result, error) {
+	res, err := s.releaseRecorded(ctx, ws, p, st.RelatedRecord)
 	if err != nil {
 		return res, err
 	}
@@ -385,7 +388,7 @@ func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary
 		if keep.Has(st.SecretName) {
 			continue
 		}
-		r, err := s.forgetRelated(ctx, ws, st)
+		r, err := s.forgetRelated(ctx, ws, p, st)
 		res.add(r)
 		if err != nil {
 			return res, err
@@ -429,9 +432,20 @@ func (s *Syncer) updateRelatedAnnotations(ctx context.Context, ws Workspace, obj
 // §6.13): copies of kcp-origin objects and of entries with cleanup are
 // deleted, then kcp-origin sources are released. It works from the state
 // records, so it needs neither copy of the primary; sources the current
-// rules select but that have no record yet are released too.
+// rules select but that have no record yet are released too. An object
+// another primary also uses (its own record names it) keeps its copy and
+// finalizer; the last primary to go removes them.
 func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
 	res := Result{}
+	stored, err := s.State.ListRelated(ctx, p, "")
+	if err != nil {
+		return res, err
+	}
+	recorded := sets.New[string]()
+	for _, st := range stored {
+		recorded.Insert(st.SecretName)
+	}
+
 	if len(s.Related) > 0 && local != nil {
 		primaries := related.Primaries{Kcp: obj, Service: local, ClusterName: ws.Cluster, ClusterPath: ws.Path}
 		readers := related.Readers{Kcp: ws.Client, Service: s.RelatedService}
@@ -443,19 +457,26 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 			pairs, _ := e.Resolve(ctx, primaries, readers)
 			for _, pair := range pairs {
 				rec := state.Related{Primary: p, RelatedRecord: s.relatedRecord(e, pair)}
-				r, err := s.releaseSource(ctx, ws, e, rec, pair.Origin)
-				res.add(r)
+				if recorded.Has(state.RelatedSecretName(rec)) {
+					continue // released below, from the record
+				}
+				shared, err := s.State.UsedByOthers(ctx, p, rec.OriginSide, rec.Origin)
 				if err != nil {
 					return res, err
+				}
+				if !shared {
+					// releaseSource also deletes a copy the reference's
+					// state (kept in the primary's Secret) records.
+					r, err := s.releaseSource(ctx, ws, e, rec, pair.Origin)
+					res.add(r)
+					if err != nil {
+						return res, err
+					}
 				}
 			}
 		}
 	}
 
-	stored, err := s.State.ListRelated(ctx, p, "")
-	if err != nil {
-		return res, err
-	}
 	for _, st := range stored {
 		cleanup := st.OriginSide == string(related.SideKcp)
 		if e := s.relatedEntry(st.Identifier); e != nil && e.Cleanup {
@@ -466,16 +487,22 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 			if st.OriginSide == string(related.SideService) {
 				destSide = related.SideKcp
 			}
-			deleted, err := deleteIfExists(ctx, s.side(ws, destSide), st.Destination.Unstructured())
+			shared, err := s.State.UsedByOthers(ctx, p, string(destSide), st.Destination)
 			if err != nil {
 				return res, err
 			}
-			if deleted {
-				res.Writes++
-				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
+			if !shared {
+				deleted, err := deleteIfExists(ctx, s.side(ws, destSide), st.Destination.Unstructured())
+				if err != nil {
+					return res, err
+				}
+				if deleted {
+					res.Writes++
+					s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
+				}
 			}
 		}
-		r, err := s.forgetRelated(ctx, ws, st)
+		r, err := s.forgetRelated(ctx, ws, p, st)
 		res.add(r)
 		if err != nil {
 			return res, err

@@ -97,7 +97,8 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).
 			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build(),
+			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+			WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
 	}}
 	namer, err := naming.NewNamer(nil)
 	if err != nil {
@@ -637,6 +638,74 @@ func TestSyncer_related_primaryDeletion(t *testing.T) {
 		if !slices.Contains(e.log, want) {
 			t.Errorf("events %v lack %q", e.log, want)
 		}
+	}
+}
+
+// Two primaries selecting the same related objects: deleting the first
+// keeps the shared copies and the source's finalizer for the second; the
+// second's deletion removes them.
+func TestSyncer_related_sharedObjectsOutliveTheFirstPrimary(t *testing.T) {
+	ctx := t.Context()
+	cleanupCreds := credsEntry()
+	cleanupCreds.Cleanup = true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{configEntry(), cleanupCreds},
+		kcpObjects:  []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	spec := map[string]any{"configName": "app-config", "credNames": []any{"a-creds"}}
+	for _, name := range []string{"foo", "bar"} {
+		e.createRemote(t, "default", name, spec)
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatalf("sync %s: %v", name, err)
+		}
+	}
+	if n := len(e.relatedStateNames(t)); n != 4 {
+		t.Fatalf("related state Secrets after the sync: %d, want 4", n)
+	}
+
+	deletePrimary := func(name string) {
+		t.Helper()
+		if err := e.kcp.Delete(ctx, e.getRemote(t, "default", name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+		if e.getRemote(t, "default", name) != nil {
+			t.Fatalf("primary %s still exists", name)
+		}
+	}
+
+	deletePrimary("foo")
+	if get(t, e.service, configMapGVK, cluster, "app-config") == nil {
+		t.Error("the copy bar still uses was deleted with foo")
+	}
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") == nil {
+		t.Error("the kcp copy bar still uses was deleted with foo")
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); !slices.Contains(f, finalizer) {
+		t.Errorf("the source bar still uses lost its finalizer: %v", f)
+	}
+	if n := len(e.relatedStateNames(t)); n != 2 {
+		t.Errorf("related state Secrets after deleting foo: %d, want bar's 2", n)
+	}
+	if writes, err := e.converge(t, "default", "bar"); err != nil || writes != 0 {
+		t.Errorf("bar after foo's deletion: %d writes (%v), want 0", writes, err)
+	}
+
+	deletePrimary("bar")
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the copy was not deleted with the last primary")
+	}
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") != nil {
+		t.Error("the kcp copy of a cleanup entry was not deleted with the last primary")
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the source kept finalizers %v after the last primary", f)
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
 	}
 }
 

@@ -51,7 +51,8 @@ func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
 		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...).
 			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build(),
+			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+			WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
 	}
 	namer, err := naming.NewNamer(nil)
 	if err != nil {
