@@ -135,7 +135,8 @@ func TestRelatedResources(t *testing.T) {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cfg-%d", i)}, Data: map[string]string{"key": fmt.Sprintf("value-%d", i)}}
 		framework.Must(t, consumer.Client.Create(ctx, cm), "create ConfigMap")
 	}
-	configMaps := map[string][]any{"a": {"cfg-1", "cfg-2"}, "b": {"cfg-3"}}
+	// cfg-2 is shared: both primaries name it.
+	configMaps := map[string][]any{"a": {"cfg-1", "cfg-2"}, "b": {"cfg-2", "cfg-3"}}
 	for _, name := range []string{"a", "b"} {
 		thing := newObject(kcpThing, "default", name, map[string]any{"color": "blue", "secret": "s3cret", "origin": "kcp", "configMaps": configMaps[name]})
 		// watch.bySelector of "labelled" selects primaries by this label.
@@ -270,22 +271,29 @@ func TestRelatedResources(t *testing.T) {
 	})
 
 	// Deleting a: its copies of kcp-origin objects and of the cleanup entry
-	// go, the labelled copy (no cleanup) stays, the sources are released.
+	// go, the labelled copy (no cleanup) stays, the sources are released;
+	// cfg-2, which b also names, keeps its copy (the same object, not a
+	// re-created one) and its finalizer.
+	sharedCopy := &corev1.Secret{}
+	framework.Must(t, getObject(ctx, svc, sharedCopy, localNS, "cfg-2"), "get the service copy of cfg-2")
 	framework.Must(t, consumer.Client.Delete(ctx, thing), "delete Thing a")
 	waitGone(t, consumer.Client, thing, "Thing a")
 	waitGone(t, consumer.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a-credentials"}}, "the kcp credentials copy (cleanup)")
 	if err := getObject(ctx, consumer.Client, &corev1.ConfigMap{}, "default", "cm-a-copy"); err != nil {
 		t.Errorf("cm-a-copy (no cleanup) should stay in kcp: %v", err)
 	}
-	for i := 1; i <= 2; i++ {
-		name := fmt.Sprintf("cfg-%d", i)
-		waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: name}}, "the service copy of "+name)
-		waitReleased(t, consumer, name)
+	waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cfg-1"}}, "the service copy of cfg-1")
+	waitReleased(t, consumer, "cfg-1")
+	for _, name := range []string{"cfg-2", "cfg-3"} {
+		cm := &corev1.ConfigMap{}
+		framework.Must(t, getObject(ctx, consumer.Client, cm, "default", name), "get %s", name)
+		if !controllerutilContains(cm.Finalizers, cleanupFinalizer) {
+			t.Errorf("%s (related to b) lost its finalizer when a was deleted", name)
+		}
 	}
-	cfg3 := &corev1.ConfigMap{}
-	framework.Must(t, getObject(ctx, consumer.Client, cfg3, "default", "cfg-3"), "get cfg-3")
-	if !controllerutilContains(cfg3.Finalizers, cleanupFinalizer) {
-		t.Errorf("cfg-3 (related to b) lost its finalizer when a was deleted")
+	stillShared := &corev1.Secret{}
+	if err := getObject(ctx, svc, stillShared, localNS, "cfg-2"); err != nil || stillShared.UID != sharedCopy.UID {
+		t.Errorf("the service copy of cfg-2, which b uses, was deleted with a (uid %s before, %s after, err %v)", sharedCopy.UID, stillShared.UID, err)
 	}
 	// The state of a's related objects is gone with a's.
 	var states corev1.SecretList
@@ -295,14 +303,16 @@ func TestRelatedResources(t *testing.T) {
 		t.Errorf("%d state Secrets of a remain", len(states.Items))
 	}
 
-	// Deleting b releases its ConfigMap and removes its copy.
+	// Deleting b releases its ConfigMaps and removes their copies.
 	thingB := &unstructured.Unstructured{}
 	thingB.SetGroupVersionKind(kcpThing)
 	framework.Must(t, getObject(ctx, consumer.Client, thingB, "default", "b"), "get Thing b")
 	framework.Must(t, consumer.Client.Delete(ctx, thingB), "delete Thing b")
 	waitGone(t, consumer.Client, thingB, "Thing b")
-	waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cfg-3"}}, "the service copy of cfg-3")
-	waitReleased(t, consumer, "cfg-3")
+	for _, name := range []string{"cfg-2", "cfg-3"} {
+		waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: name}}, "the service copy of "+name)
+		waitReleased(t, consumer, name)
+	}
 	// A released source can be deleted.
 	framework.Must(t, consumer.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}), "delete cfg-1")
 	waitGone(t, consumer.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}, "cfg-1")

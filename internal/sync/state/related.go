@@ -323,23 +323,44 @@ func RelatedObjectKey(cluster, side string, ref ObjectRef) string {
 	return strings.Join([]string{side, cluster, gk.Group, gk.Kind, ref.Namespace, ref.Name}, "/")
 }
 
+// OtherRecord is a related record of another primary, with the workspace
+// its Secret names.
+type OtherRecord struct {
+	Cluster string
+	RelatedRecord
+}
+
+// OriginKey returns the RelatedObjectKey of the record's origin.
+func (o OtherRecord) OriginKey() string {
+	return RelatedObjectKey(o.Cluster, o.OriginSide, o.Origin)
+}
+
 // UsedByOthers reports whether a related state Secret of a primary other
-// than p records ref on side, as origin or destination. Candidates come
-// from the cache's RelatedObjectIndex and each is confirmed by a live read,
-// so that a record deleted a moment ago never keeps a copy or a finalizer
-// alive. (A record written a moment ago may be missed; its primary's next
-// pass restores what this caller removes.)
+// than p records ref on side, as origin or destination.
 func (s *Store) UsedByOthers(ctx context.Context, p Primary, side string, ref ObjectRef) (bool, error) {
+	others, err := s.OthersUsing(ctx, p, side, ref)
+	return len(others) > 0, err
+}
+
+// OthersUsing returns the records of primaries other than p that name ref
+// on side, as origin or destination. Candidates come from the cache's
+// RelatedObjectIndex and each is confirmed by a live read, so that a record
+// deleted a moment ago never keeps a copy or a finalizer alive. (A record
+// written a moment ago may be missed; its primary's next pass restores what
+// a caller removes because of that.)
+func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref ObjectRef) ([]OtherRecord, error) {
+	key := RelatedObjectKey(p.Cluster, side, ref)
 	var list corev1.SecretList
 	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
-		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: RelatedObjectKey(p.Cluster, side, ref)}); err != nil {
-		return false, fmt.Errorf("failed to list related state Secrets: %w", err)
+		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: key}); err != nil {
+		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
 	reader := s.Live
 	if reader == nil {
 		reader = s.Client
 	}
 	own := ObjectRef{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
+	var out []OtherRecord
 	for i := range list.Items {
 		candidate := &list.Items[i]
 		if owner, _ := PrimaryOfRelated(candidate); candidate.Labels[keys.RemoteObjectCluster] == p.Cluster && sameObject(owner, own) {
@@ -351,13 +372,18 @@ func (s *Store) UsedByOthers(ctx context.Context, p Primary, side string, ref Ob
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return false, fmt.Errorf("failed to get related state Secret %s: %w", candidate.Name, err)
+			return nil, fmt.Errorf("failed to get related state Secret %s: %w", candidate.Name, err)
 		}
-		if live.DeletionTimestamp == nil && slices.Contains(RelatedObjectIndexValues(live), RelatedObjectKey(p.Cluster, side, ref)) {
-			return true, nil
+		if live.DeletionTimestamp != nil || !slices.Contains(RelatedObjectIndexValues(live), key) {
+			continue
 		}
+		var rec RelatedRecord
+		if err := json.Unmarshal(live.Data[relatedRecordKey], &rec); err != nil {
+			continue // not indexed either
+		}
+		out = append(out, OtherRecord{Cluster: live.Labels[keys.RemoteObjectCluster], RelatedRecord: rec})
 	}
-	return false, nil
+	return out, nil
 }
 
 // sameObject compares two references by group, kind, namespace and name.

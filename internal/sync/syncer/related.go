@@ -168,14 +168,23 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	}
 
 	// Without state the copy is ours only if it already is what we would
-	// write. Before refusing it, make sure our own state is not just
-	// missing from a lagging cache.
+	// write, or if another primary's record says it is the copy of the same
+	// origin (two primaries naming one object share its copy). Before
+	// refusing it, make sure our own state is not just missing from a
+	// lagging cache.
 	foreign := dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object)
 	if foreign {
 		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
 			return res, err
 		}
 		foreign = last == nil
+	}
+	if foreign {
+		shared, err := s.sharedCopy(ctx, e, rec)
+		if err != nil {
+			return res, err
+		}
+		foreign = !shared
 	}
 	switch {
 	case dest != nil && dest.GetDeletionTimestamp() != nil:
@@ -252,6 +261,17 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		res.Requeue = true
 	}
 	return res, err
+}
+
+// sharedCopy reports whether another primary's record names the existing
+// destination of rec as the copy of rec's origin.
+func (s *Syncer) sharedCopy(ctx context.Context, e *related.Entry, rec state.Related) (bool, error) {
+	others, err := s.State.OthersUsing(ctx, rec.Primary, string(e.Destination()), rec.Destination)
+	if err != nil {
+		return false, err
+	}
+	origin := state.RelatedObjectKey(rec.Cluster, rec.OriginSide, rec.Origin)
+	return slices.ContainsFunc(others, func(o state.OtherRecord) bool { return o.OriginKey() == origin }), nil
 }
 
 // kcpSide returns the kcp-side object of a related pair, which gets the Events.

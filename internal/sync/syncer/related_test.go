@@ -654,11 +654,24 @@ func TestSyncer_related_sharedObjectsOutliveTheFirstPrimary(t *testing.T) {
 		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
 	})
 	spec := map[string]any{"configName": "app-config", "credNames": []any{"a-creds"}}
-	for _, name := range []string{"foo", "bar"} {
-		e.createRemote(t, "default", name, spec)
-		if _, err := e.converge(t, "default", name); err != nil {
-			t.Fatalf("sync %s: %v", name, err)
-		}
+	e.createRemote(t, "default", "foo", spec)
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("sync foo: %v", err)
+	}
+	// The service side changes the copy (as an API server does when it
+	// turns stringData into data): bar, which has no state for it yet,
+	// adopts it as the copy foo's record names, instead of refusing it.
+	copied := mustGet(t, e.service, configMapGVK, cluster, "app-config")
+	copied.Object["data"].(map[string]any)["added"] = "by the service"
+	if err := e.service.Update(ctx, copied); err != nil {
+		t.Fatal(err)
+	}
+	e.createRemote(t, "default", "bar", spec)
+	if _, err := e.converge(t, "default", "bar"); err != nil {
+		t.Fatalf("sync bar: %v", err)
+	}
+	if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "value", "added": "by the service"}) {
+		t.Errorf("shared copy's data after bar's adoption = %v", got)
 	}
 	if n := len(e.relatedStateNames(t)); n != 4 {
 		t.Fatalf("related state Secrets after the sync: %d, want 4", n)
