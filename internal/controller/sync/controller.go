@@ -53,6 +53,10 @@ const ControllerName = "syncagent-sync"
 // usually arrive first; this is the safety net.
 const requeueAfterWrite = 2 * time.Second
 
+// requeueAfterConflict retries a pass whose write met a newer version of
+// the object; that version's watch event usually re-queues it sooner.
+const requeueAfterConflict = time.Second
+
 // Conflicts counts refused adoptions per PublishedResource.
 var Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sync_agent_object_conflicts_total",
@@ -288,6 +292,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	res, err := s.Process(ctx, ws, obj)
 	if err != nil {
+		if apierrors.IsConflict(err) {
+			// A write lost an optimistic-lock race (two primaries adding the
+			// finalizer to one related object, say): no Event for that.
+			r.log.V(1).Info("Write conflict, retrying", "cluster", req.ClusterName, "object", req.NamespacedName, "error", err.Error())
+			return reconcile.Result{RequeueAfter: requeueAfterConflict}, nil
+		}
 		if errors.Is(err, syncer.ErrConflict) {
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
 		} else {
