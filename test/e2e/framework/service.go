@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -56,7 +57,8 @@ func StartServiceCluster(t T) *ServiceCluster {
 		t.Fatal(err)
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdPort)}}
-	env.ControlPlane.GetAPIServer().SecurePort = apiPort
+	api := env.ControlPlane.GetAPIServer()
+	api.Address, api.Port = "127.0.0.1", strconv.Itoa(apiPort) // SecureServing
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("failed to start the service cluster: %v", err)
