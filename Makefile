@@ -27,8 +27,9 @@ build: ## Build the agent binary into $(BIN_DIR).
 
 # The test bed: each target prints nothing but builds the binary when missing.
 .PHONY: testbed
-testbed: ## Build kcp, kube-apiserver, etcd and kubectl from the Go module proxy (cached).
+testbed: ## Build kcp (and its front-proxy), kube-apiserver, etcd and kubectl from the Go module proxy (cached).
 	@$(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp >/dev/null
+	@$(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy kcp-front-proxy >/dev/null
 	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver >/dev/null
 	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl >/dev/null
 	@$(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd >/dev/null
@@ -37,6 +38,7 @@ testbed: ## Build kcp, kube-apiserver, etcd and kubectl from the Go module proxy
 # Paths of the test bed binaries (the build tool only prints once they exist).
 TESTBED_ENV = \
 	KCP_BIN=$$($(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp) \
+	KCP_FRONT_PROXY_BIN=$$($(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy kcp-front-proxy) \
 	TEST_ASSET_KUBE_APISERVER=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver) \
 	TEST_ASSET_KUBECTL=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl) \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)

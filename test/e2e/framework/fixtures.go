@@ -59,6 +59,13 @@ type Workspace struct {
 // path) and waits until it is ready. It is deleted when the test ends.
 func (k *Kcp) CreateWorkspace(t T, parent, name, wsType string) *Workspace {
 	t.Helper()
+	return k.CreateWorkspaceOnShard(t, parent, name, wsType, k.shard)
+}
+
+// CreateWorkspaceOnShard is CreateWorkspace on the named shard (empty: kcp
+// chooses).
+func (k *Kcp) CreateWorkspaceOnShard(t T, parent, name, wsType, shard string) *Workspace {
+	t.Helper()
 	ctx := t.Context()
 	parentClient, err := k.AdminClient(parent)
 	if err != nil {
@@ -69,6 +76,10 @@ func (k *Kcp) CreateWorkspace(t T, parent, name, wsType string) *Workspace {
 		Spec: kcptenancyv1alpha1.WorkspaceSpec{
 			Type: &kcptenancyv1alpha1.WorkspaceTypeReference{Name: kcptenancyv1alpha1.WorkspaceTypeName(wsType), Path: "root"},
 		},
+	}
+	if shard != "" {
+		// kcp labels every Shard with its name.
+		ws.Spec.Location = &kcptenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"name": shard}}}
 	}
 	if err := parentClient.Create(ctx, ws); err != nil {
 		t.Fatalf("failed to create workspace %s:%s: %v", parent, name, err)

@@ -34,7 +34,11 @@ type Kcp struct {
 	// CAData is the CA of the serving certificate.
 	CAData []byte
 
-	proc *Process
+	// procs are the processes (shards, front-proxy), started in order.
+	procs []*Process
+	// shard places workspaces that CreateWorkspace creates; empty lets
+	// kcp choose.
+	shard string
 }
 
 // StartKcp starts kcp with its state in dir and its log in logDir. Every
@@ -77,7 +81,7 @@ func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kcp{BaseURL: base, proc: proc}
+	k := &Kcp{BaseURL: base, procs: []*Process{proc}}
 
 	deadline := time.Now().Add(kcpStartTimeout)
 	for {
@@ -127,11 +131,15 @@ func (k *Kcp) ready(ctx context.Context) bool {
 	return kcp.Ping(ctx, c) == nil
 }
 
-// Stop stops kcp.
-func (k *Kcp) Stop() { k.proc.Stop(20 * time.Second) }
+// Stop stops kcp, its processes in reverse start order.
+func (k *Kcp) Stop() {
+	for i := len(k.procs) - 1; i >= 0; i-- {
+		k.procs[i].Stop(20 * time.Second)
+	}
+}
 
 // LogPath is the path of kcp's log.
-func (k *Kcp) LogPath() string { return k.proc.LogPath }
+func (k *Kcp) LogPath() string { return k.procs[0].LogPath }
 
 // AdminConfig returns an admin config for a workspace (path or cluster name).
 func (k *Kcp) AdminConfig(workspace string) *rest.Config {

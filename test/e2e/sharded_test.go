@@ -1,0 +1,94 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// TestMultipleShards runs the agent against a kcp of two shards behind a
+// front-proxy: a consumer workspace on each shard binds the export, the
+// endpoint slice lists one virtual workspace per shard, and objects of both
+// workspaces sync down and their status comes back up. Not parallel: the
+// second kcp starts while the other tests wait.
+func TestMultipleShards(t *testing.T) {
+	k := framework.StartShardedKcp(t)
+	f := framework.NewFixture(t, k)
+	ctx := t.Context()
+	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+	framework.Must(t, f.Service.Client.Create(ctx, thingsPR()), "create PublishedResource")
+	framework.StartAgent(t, f.AgentArgs()...)
+	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady", exportReady)
+
+	exp, err := getExport(ctx, f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	var consumers []*framework.Workspace
+	for _, shard := range []string{framework.RootShard, framework.SecondShard} {
+		ws := k.CreateWorkspaceOnShard(t, f.Org.Path, framework.RandomName("consumer"), "universal", shard)
+		framework.BindExport(t, ws, f.Org.Path, f.Export.Name, exp.Spec.PermissionClaims)
+		consumers = append(consumers, ws)
+	}
+
+	// The precondition of this test: one endpoint per shard.
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	framework.WaitFor(t, syncTimeout, "two endpoints in the endpoint slice", func(ctx context.Context) (bool, error) {
+		if err := f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name}, slice); err != nil {
+			return false, err
+		}
+		return len(slice.Status.APIExportEndpoints) == 2, nil
+	})
+	if a, b := slice.Status.APIExportEndpoints[0].URL, slice.Status.APIExportEndpoints[1].URL; hostOf(a) == hostOf(b) {
+		t.Fatalf("both endpoints are on one server: %s, %s", a, b)
+	}
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+
+	for _, ws := range consumers {
+		framework.WaitFor(t, syncTimeout, "a Thing created in "+ws.Path, func(ctx context.Context) (bool, error) {
+			// The API is served a moment after the binding turns Bound.
+			err := ws.Client.Create(ctx, newObject(kcpThing, "default", "thing", map[string]any{"color": "blue"}))
+			return err == nil, ctrlruntimeclient.IgnoreAlreadyExists(err)
+		})
+	}
+	for _, ws := range consumers {
+		var local unstructured.Unstructured
+		framework.WaitFor(t, syncTimeout, "the local copy of "+ws.Path+"'s Thing", func(ctx context.Context) (bool, error) {
+			items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
+			if err != nil || len(items) != 1 {
+				return false, err
+			}
+			local = items[0]
+			return true, nil
+		})
+		framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set phase")
+		framework.Must(t, f.Service.Client.Status().Update(ctx, &local), "update the local status")
+		framework.WaitFor(t, syncTimeout, "the status in "+ws.Path, func(ctx context.Context) (bool, error) {
+			thing := newObject(kcpThing, "", "", nil)
+			if err := ws.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "thing"}, thing); err != nil {
+				return false, err
+			}
+			phase, _, _ := unstructured.NestedString(thing.Object, "status", "phase")
+			return phase == "Ready", nil
+		})
+	}
+}
+
+// hostOf returns the scheme and host of a URL.
+func hostOf(url string) string {
+	if i := strings.Index(url, "/services/"); i >= 0 {
+		return url[:i]
+	}
+	return url
+}
