@@ -21,15 +21,16 @@ import (
 // TestMultipleShards runs the agent against a kcp of two shards behind a
 // front-proxy: a consumer workspace on each shard binds the export, the
 // endpoint slice lists one virtual workspace per shard, and objects of both
-// workspaces sync down and their status comes back up. Not parallel: the
-// second kcp starts while the other tests wait.
+// workspaces sync down and their status comes back up; a shard that goes
+// away and comes back disturbs neither the agent nor the other shard. Not
+// parallel: the second kcp starts while the other tests wait.
 func TestMultipleShards(t *testing.T) {
 	k := framework.StartShardedKcp(t)
 	f := framework.NewFixture(t, k)
 	ctx := t.Context()
 	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
 	framework.Must(t, f.Service.Client.Create(ctx, thingsPR()), "create PublishedResource")
-	framework.StartAgent(t, f.AgentArgs()...)
+	agent := framework.StartAgent(t, f.AgentArgs()...)
 	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady", exportReady)
 
 	exp, err := getExport(ctx, f.Org, f.Export.Name)
@@ -83,6 +84,28 @@ func TestMultipleShards(t *testing.T) {
 			return phase == "Ready", nil
 		})
 	}
+
+	// The second shard goes away: the agent keeps running and keeps syncing
+	// the workspace of the first; once the shard is back, its workspace
+	// syncs again without an agent restart.
+	k.StopShard(t, framework.SecondShard)
+	createAndWaitLocal := func(ws *framework.Workspace, what string) {
+		t.Helper()
+		framework.WaitFor(t, syncTimeout, "a second Thing created in "+ws.Path, func(ctx context.Context) (bool, error) {
+			err := ws.Client.Create(ctx, newObject(kcpThing, "default", "second", map[string]any{"color": "red"}))
+			return err == nil, ctrlruntimeclient.IgnoreAlreadyExists(err)
+		})
+		framework.WaitFor(t, syncTimeout, what, func(ctx context.Context) (bool, error) {
+			items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
+			return len(items) == 2, err
+		})
+	}
+	createAndWaitLocal(consumers[0], "the first shard's workspace to sync while the second shard is down")
+	if agent.Exited() {
+		t.Fatalf("the agent exited when a shard went away (code %d)", agent.ExitCode())
+	}
+	k.StartShard(t, framework.SecondShard)
+	createAndWaitLocal(consumers[1], "the second shard's workspace to sync after the shard's restart")
 }
 
 // hostOf returns the scheme and host of a URL.

@@ -14,6 +14,9 @@ type Process struct {
 	Name    string
 	LogPath string
 
+	bin     string
+	args    []string
+	env     []string
 	cmd     *exec.Cmd
 	logFile *os.File
 	done    chan struct{}
@@ -37,7 +40,7 @@ func StartProcess(name, bin, logPath string, args []string, env []string) (*Proc
 		f.Close()
 		return nil, fmt.Errorf("failed to start %s: %w", name, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, logFile: f, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, bin: bin, args: args, env: env, cmd: cmd, logFile: f, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
@@ -96,6 +99,12 @@ func (p *Process) Kill() {
 	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.done
+}
+
+// Restart starts the same command again, logging to logPath; p must have
+// ended.
+func (p *Process) Restart(logPath string) (*Process, error) {
+	return StartProcess(p.Name, p.bin, logPath, p.args, p.env)
 }
 
 // Pid returns the process id (the leader of its own process group).

@@ -185,6 +185,44 @@ func StartShardedKcp(t T) *Kcp {
 	return k
 }
 
+// shardProcess returns the index of a shard's process in k.procs.
+func (k *Kcp) shardProcess(t T, shard string) int {
+	t.Helper()
+	for i, p := range k.procs {
+		if p.Name == "kcp-"+shard {
+			return i
+		}
+	}
+	t.Fatalf("no shard %q", shard)
+	return -1
+}
+
+// StopShard stops a shard, as if its machine went away; its state stays.
+func (k *Kcp) StopShard(t T, shard string) {
+	t.Helper()
+	k.procs[k.shardProcess(t, shard)].Stop(20 * time.Second)
+}
+
+// StartShard starts a stopped shard again with its state and waits until
+// it is ready.
+func (k *Kcp) StartShard(t T, shard string) {
+	t.Helper()
+	i := k.shardProcess(t, shard)
+	old := k.procs[i]
+	p, err := old.Restart(strings.TrimSuffix(old.LogPath, ".log") + "-restarted.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.procs[i] = p
+	base := ""
+	for _, a := range p.args {
+		if v, ok := strings.CutPrefix(a, "--shard-base-url="); ok {
+			base = v
+		}
+	}
+	k.waitSharded(t, "shard "+shard+" after its restart", func(ctx context.Context) bool { return k.readyz(ctx, base) })
+}
+
 // waitSharded waits until ready holds, failing early when a process exits.
 func (k *Kcp) waitSharded(t T, what string, ready func(context.Context) bool) {
 	t.Helper()
