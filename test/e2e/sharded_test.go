@@ -6,6 +6,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 
@@ -85,10 +86,18 @@ func TestMultipleShards(t *testing.T) {
 		})
 	}
 
-	// The second shard goes away: the agent keeps running and keeps syncing
-	// the workspace of the first; once the shard is back, its workspace
-	// syncs again without an agent restart.
+	// The second shard goes away: the agent keeps running, and so does an
+	// agent started while the shard is down; both sync the workspace of the
+	// first shard, and SyncReady names the unreachable endpoint. Once the
+	// shard is back, its workspace syncs again and SyncReady recovers,
+	// without an agent restart.
 	k.StopShard(t, framework.SecondShard)
+	time.Sleep(2 * time.Second) // the running agent notices the connection loss
+	if agent.Exited() {
+		t.Fatalf("the agent exited when a shard went away (code %d)", agent.ExitCode())
+	}
+	agent.Stop(30 * time.Second)
+	agent = framework.StartAgent(t, f.AgentArgs()...)
 	createAndWaitLocal := func(ws *framework.Workspace, what string) {
 		t.Helper()
 		framework.WaitFor(t, syncTimeout, "a second Thing created in "+ws.Path, func(ctx context.Context) (bool, error) {
@@ -101,11 +110,17 @@ func TestMultipleShards(t *testing.T) {
 		})
 	}
 	createAndWaitLocal(consumers[0], "the first shard's workspace to sync while the second shard is down")
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady EndpointUnreachable",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable))
 	if agent.Exited() {
-		t.Fatalf("the agent exited when a shard went away (code %d)", agent.ExitCode())
+		t.Fatalf("the agent started while a shard is down exited (code %d)", agent.ExitCode())
 	}
+
 	k.StartShard(t, framework.SecondShard)
 	createAndWaitLocal(consumers[1], "the second shard's workspace to sync after the shard's restart")
+	// The endpoints are checked again every minute.
+	f.Service.WaitForPublishedResource(t, "things", 2*time.Minute, "SyncReady Running again",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
 }
 
 // hostOf returns the scheme and host of a URL.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +64,11 @@ const (
 	notServedRetryMax = 5 * time.Minute
 )
 
+// endpointRecheckInterval re-checks the endpoints of a PublishedResource
+// whose controller runs: an endpoint (a shard) that goes away or comes back
+// sends no event, and SyncReady should say so within this time.
+const endpointRecheckInterval = time.Minute
+
 // Options configure the syncmanager.
 type Options struct {
 	AgentName string
@@ -106,7 +113,6 @@ type reconciler struct {
 	relatedClient ctrlruntimeclient.Client
 
 	servedMu sync.Mutex
-	served   map[string]bool // endpoint|group/version|plural|schema already confirmed
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
@@ -202,7 +208,6 @@ func Add(mgr manager.Manager, opts Options) error {
 		mcMgr:         mcMgr,
 		status:        &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:           log,
-		served:        map[string]bool{},
 		notServed:     map[string]int{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
@@ -312,17 +317,22 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{}, nil
 	}
 
+	// An unreachable endpoint (a shard that is down) stops neither a running
+	// controller nor the start of one: the workspaces of the other endpoints
+	// sync, and the unreachable one's connection retries on its own.
 	remoteGVK := projection.GVK(projected)
-	for _, u := range urls {
-		served, err := r.isServed(u, remoteGVK.GroupVersion(), projected.Spec.Names.Plural, pr.Status.ResourceSchemaName)
-		if err != nil {
-			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "Endpoint %s cannot be reached: %v", u, err), reconcile.Result{}, err
-		}
-		if !served {
-			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", u, remoteGVK), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
-		}
+	check := checkEndpoints(urls, func(u string) (bool, error) {
+		return r.isServed(u, remoteGVK.GroupVersion(), projected.Spec.Names.Plural)
+	})
+	switch {
+	case len(check.notServing) > 0:
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "Endpoint %s does not serve %s yet.", check.notServing[0], remoteGVK),
+			reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
+	case len(check.serving) == 0:
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "No endpoint can be reached: %s", check.unreachableList()),
+			reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 	}
-	relatedTypes, err := r.relatedTypes(pr, urls[0])
+	relatedTypes, err := r.relatedTypes(pr, check.serving[0])
 	if err != nil {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "%v", err), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 	}
@@ -366,10 +376,15 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		}
 		return cond, reconcile.Result{}, err
 	}
-	if disabled {
-		return syncDisabled(), reconcile.Result{}, nil
+	recheck := reconcile.Result{RequeueAfter: endpointRecheckInterval}
+	switch {
+	case len(check.unreachable) > 0:
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "Synchronizing %s through %d of %d endpoints; cannot reach %s",
+			remoteGVK, len(check.serving), len(urls), check.unreachableList()), recheck, nil
+	case disabled:
+		return syncDisabled(), recheck, nil
 	}
-	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), reconcile.Result{}, nil
+	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), recheck, nil
 }
 
 func syncDisabled() metav1.Condition {
@@ -415,16 +430,8 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 }
 
 // isServed asks an endpoint's wildcard discovery whether it serves the
-// resource. Positive answers are remembered per schema.
-func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural, schemaName string) (bool, error) {
-	cacheKey := url + "|" + gv.String() + "|" + plural + "|" + schemaName
-	r.servedMu.Lock()
-	known := r.served[cacheKey]
-	r.servedMu.Unlock()
-	if known {
-		return true, nil
-	}
-
+// resource; an error means the endpoint cannot be reached.
+func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural string) (bool, error) {
 	cfg := rest.CopyConfig(r.Target.Config)
 	cfg.Host = url + "/clusters/*"
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -440,13 +447,43 @@ func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural, schema
 	}
 	for _, res := range list.APIResources {
 		if res.Name == plural {
-			r.servedMu.Lock()
-			r.served[cacheKey] = true
-			r.servedMu.Unlock()
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// endpointCheck sorts the endpoints by what they say about a type.
+type endpointCheck struct {
+	serving     []string // reachable and serving the type
+	notServing  []string // reachable, not serving it (yet)
+	unreachable map[string]error
+}
+
+// checkEndpoints asks served about every endpoint, in order.
+func checkEndpoints(urls []string, served func(url string) (bool, error)) endpointCheck {
+	c := endpointCheck{unreachable: map[string]error{}}
+	for _, u := range urls {
+		ok, err := served(u)
+		switch {
+		case err != nil:
+			c.unreachable[u] = err
+		case ok:
+			c.serving = append(c.serving, u)
+		default:
+			c.notServing = append(c.notServing, u)
+		}
+	}
+	return c
+}
+
+// unreachableList names the unreachable endpoints and why, sorted.
+func (c endpointCheck) unreachableList() string {
+	parts := make([]string, 0, len(c.unreachable))
+	for _, u := range slices.Sorted(maps.Keys(c.unreachable)) {
+		parts = append(parts, fmt.Sprintf("%s (%v)", u, c.unreachable[u]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // relatedTypes finds the types of the related entries: the service-side one

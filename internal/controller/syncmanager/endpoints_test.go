@@ -1,6 +1,7 @@
 package syncmanager
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,6 +55,41 @@ func TestEndpoints(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("endpoints (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckEndpoints(t *testing.T) {
+	down := errors.New("connection refused")
+	answers := map[string]error{"https://a": nil, "https://b": down, "https://c": nil, "https://d": down}
+	served := map[string]bool{"https://a": true}
+	probe := func(u string) (bool, error) { return served[u], answers[u] }
+
+	testcases := []struct {
+		name            string
+		urls            []string
+		wantServing     []string
+		wantNotServing  []string
+		wantUnreachable string
+	}{
+		{name: "none"},
+		{name: "all serving", urls: []string{"https://a"}, wantServing: []string{"https://a"}},
+		{name: "one shard down", urls: []string{"https://a", "https://b"}, wantServing: []string{"https://a"}, wantUnreachable: "https://b (connection refused)"},
+		{name: "reachable but not serving", urls: []string{"https://a", "https://c"}, wantServing: []string{"https://a"}, wantNotServing: []string{"https://c"}},
+		{name: "all down, sorted", urls: []string{"https://d", "https://b"}, wantUnreachable: "https://b (connection refused), https://d (connection refused)"},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := checkEndpoints(tc.urls, probe)
+			if diff := cmp.Diff(tc.wantServing, got.serving); diff != "" {
+				t.Errorf("serving (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantNotServing, got.notServing); diff != "" {
+				t.Errorf("not serving (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantUnreachable, got.unreachableList()); diff != "" {
+				t.Errorf("unreachable (-want +got):\n%s", diff)
 			}
 		})
 	}
