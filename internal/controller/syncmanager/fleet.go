@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
@@ -162,15 +163,51 @@ func (f *fleet) SetEndpoints(urls []string) error {
 			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
 		}
 		ctx, cancel := context.WithCancel(f.ctx)
-		f.providers[u] = &endpoint{provider: p, cancel: cancel}
+		ep := &endpoint{provider: p, cancel: cancel}
+		f.providers[u] = ep
 		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
-		go func() {
-			if err := p.Run(ctx, f.mcMgr); err != nil && ctx.Err() == nil {
-				f.log.Error(err, "Virtual workspace endpoint failed", "url", u)
-			}
-		}()
+		go f.runEndpoint(ctx, u, cfg, ep)
 	}
 	return nil
+}
+
+// endpointRetryMin and endpointRetryMax bound the wait before a failed
+// endpoint connection is made again (doubling in between): an endpoint that
+// cannot be reached when the agent connects (its shard is down) fails at
+// once, and only a fresh connection recovers.
+const (
+	endpointRetryMin = time.Second
+	endpointRetryMax = time.Minute
+)
+
+// runEndpoint runs the endpoint's provider until ctx ends, replacing it
+// with a fresh one after each failure.
+func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep *endpoint) {
+	wait := endpointRetryMin
+	for {
+		f.provMu.RLock()
+		p := ep.provider
+		f.provMu.RUnlock()
+		err := p.Run(ctx, f.mcMgr)
+		if ctx.Err() != nil {
+			return
+		}
+		f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, endpointRetryMax)
+		fresh, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
+		if err != nil {
+			f.log.Error(err, "Failed to create the connection to a virtual workspace endpoint", "url", u)
+			continue
+		}
+		f.provMu.Lock()
+		ep.provider = fresh
+		f.provMu.Unlock()
+	}
 }
 
 // Engage implements multicluster.Aware: record the workspace and engage it
