@@ -69,6 +69,10 @@ const (
 // sends no event, and SyncReady should say so within this time.
 const endpointRecheckInterval = time.Minute
 
+// endpointCheckTimeout bounds one discovery request to an endpoint, so a
+// shard that does not answer at all cannot hold up the syncmanager.
+const endpointCheckTimeout = 10 * time.Second
+
 // Options configure the syncmanager.
 type Options struct {
 	AgentName string
@@ -434,6 +438,7 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural string) (bool, error) {
 	cfg := rest.CopyConfig(r.Target.Config)
 	cfg.Host = url + "/clusters/*"
+	cfg.Timeout = endpointCheckTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return false, err
