@@ -436,10 +436,7 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 // isServed asks an endpoint's wildcard discovery whether it serves the
 // resource; an error means the endpoint cannot be reached.
 func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural string) (bool, error) {
-	cfg := rest.CopyConfig(r.Target.Config)
-	cfg.Host = url + "/clusters/*"
-	cfg.Timeout = endpointCheckTimeout
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := r.endpointDiscovery(url)
 	if err != nil {
 		return false, err
 	}
@@ -456,6 +453,14 @@ func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural string)
 		}
 	}
 	return false, nil
+}
+
+// endpointDiscovery returns a client for an endpoint's wildcard discovery.
+func (r *reconciler) endpointDiscovery(url string) (*discovery.DiscoveryClient, error) {
+	cfg := rest.CopyConfig(r.Target.Config)
+	cfg.Host = url + "/clusters/*"
+	cfg.Timeout = endpointCheckTimeout
+	return discovery.NewDiscoveryClientForConfig(cfg)
 }
 
 // endpointCheck sorts the endpoints by what they say about a type.
@@ -525,9 +530,7 @@ func (r *reconciler) kcpType(url string, gvr schema.GroupVersionResource) (agent
 	if known {
 		return info, nil
 	}
-	cfg := rest.CopyConfig(r.Target.Config)
-	cfg.Host = url + "/clusters/*"
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	dc, err := r.endpointDiscovery(url)
 	if err != nil {
 		return info, err
 	}
