@@ -53,10 +53,6 @@ const ControllerName = "syncagent-sync"
 // usually arrive first; this is the safety net.
 const requeueAfterWrite = 2 * time.Second
 
-// requeueAfterConflict retries a pass whose write met a newer version of
-// the object; that version's watch event usually re-queues it sooner.
-const requeueAfterConflict = time.Second
-
 // Conflicts counts refused adoptions per PublishedResource.
 var Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sync_agent_object_conflicts_total",
@@ -292,15 +288,14 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	res, err := s.Process(ctx, ws, obj)
 	if err != nil {
-		if apierrors.IsConflict(err) {
+		switch {
+		case apierrors.IsConflict(err):
 			// A write lost an optimistic-lock race (two primaries adding the
-			// finalizer to one related object, say): no Event for that.
-			r.log.V(1).Info("Write conflict, retrying", "cluster", req.ClusterName, "object", req.NamespacedName, "error", err.Error())
-			return reconcile.Result{RequeueAfter: requeueAfterConflict}, nil
-		}
-		if errors.Is(err, syncer.ErrConflict) {
+			// finalizer to one related object, say): retried with the usual
+			// backoff, without an Event for the consumer.
+		case errors.Is(err, syncer.ErrConflict):
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
-		} else {
+		default:
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The object could not be synchronized; the service provider has been notified.")
 		}
 		return reconcile.Result{}, err

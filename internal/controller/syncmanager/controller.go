@@ -70,8 +70,14 @@ const (
 const endpointRecheckInterval = time.Minute
 
 // endpointCheckTimeout bounds one discovery request to an endpoint, so a
-// shard that does not answer at all cannot hold up the syncmanager.
-const endpointCheckTimeout = 10 * time.Second
+// shard that does not answer at all cannot hold up the syncmanager; and an
+// endpoint that failed is not asked again for endpointFailureMemory (the
+// PublishedResources reconciled meanwhile reuse the answer), so one such
+// shard costs one timeout, not one per PublishedResource.
+const (
+	endpointCheckTimeout  = 10 * time.Second
+	endpointFailureMemory = 30 * time.Second
+)
 
 // Options configure the syncmanager.
 type Options struct {
@@ -121,6 +127,13 @@ type reconciler struct {
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
+	// failed remembers endpoints whose discovery failed recently.
+	failed map[string]endpointFailure
+}
+
+type endpointFailure struct {
+	err   error
+	until time.Time
 }
 
 // notServedBackoff returns the next wait for a PublishedResource whose type
@@ -213,6 +226,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		status:        &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:           log,
 		notServed:     map[string]int{},
+		failed:        map[string]endpointFailure{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
 
@@ -334,7 +348,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 	case len(check.serving) == 0:
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "No endpoint can be reached: %s", check.unreachableList()),
-			reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
+			reconcile.Result{RequeueAfter: min(r.notServedBackoff(pr.Name), endpointRecheckInterval)}, nil
 	}
 	relatedTypes, err := r.relatedTypes(pr, check.serving[0])
 	if err != nil {
@@ -436,11 +450,24 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 // isServed asks an endpoint's wildcard discovery whether it serves the
 // resource; an error means the endpoint cannot be reached.
 func (r *reconciler) isServed(url string, gv schema.GroupVersion, plural string) (bool, error) {
+	r.servedMu.Lock()
+	failure, known := r.failed[url]
+	r.servedMu.Unlock()
+	if known && time.Now().Before(failure.until) {
+		return false, failure.err
+	}
 	dc, err := r.endpointDiscovery(url)
 	if err != nil {
 		return false, err
 	}
 	list, err := dc.ServerResourcesForGroupVersion(gv.String())
+	r.servedMu.Lock()
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.failed[url] = endpointFailure{err: err, until: time.Now().Add(endpointFailureMemory)}
+	} else {
+		delete(r.failed, url)
+	}
+	r.servedMu.Unlock()
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}

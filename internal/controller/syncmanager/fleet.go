@@ -188,9 +188,17 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 		f.provMu.RLock()
 		p := ep.provider
 		f.provMu.RUnlock()
-		err := p.Run(ctx, f.mcMgr)
+		// Each attempt has its own context: a failed Run can leave its
+		// cache running, which must end with the attempt.
+		attempt, cancel := context.WithCancel(ctx)
+		started := time.Now()
+		err := p.Run(attempt, f.mcMgr)
+		cancel()
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(started) > endpointRetryMax {
+			wait = endpointRetryMin // it worked for a while: a new failure starts over
 		}
 		f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
 		select {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,7 +81,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 		}
 	}
 
-	r, err := s.pruneRelated(ctx, ws, p, keep)
+	r, err := s.pruneRelated(ctx, ws, p, obj, keep)
 	res.add(r)
 	if err != nil {
 		return res, err
@@ -363,13 +364,11 @@ func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstruc
 }
 
 // releaseRecorded removes the finalizer from the recorded kcp-origin
-// source, if it still exists and no other primary uses it.
-func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, p state.Primary, rec state.RelatedRecord) (Result, error) {
+// source, if it still exists. The caller has made sure no other primary
+// holds it.
+func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.RelatedRecord) (Result, error) {
 	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
 		return Result{}, nil
-	}
-	if shared, err := s.State.UsedByOthers(ctx, p, rec.OriginSide, rec.Origin); err != nil || shared {
-		return Result{}, err
 	}
 	origin := rec.Origin.Unstructured()
 	err := ws.Client.Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, origin)
@@ -382,23 +381,111 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, p state.Prim
 	return s.removeFinalizer(ctx, ws, origin)
 }
 
-// forgetRelated releases a recorded kcp-origin source and deletes the
-// record's state Secret.
-func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primary, st state.StoredRelated) (Result, error) {
-	res, err := s.releaseRecorded(ctx, ws, p, st.RelatedRecord)
+// heldByOthers reports whether the record of another primary that still
+// exists names ref as its kcp origin: only such a record releases the
+// source's finalizer later. (A record that names it as the copy of a
+// service object never does, and the record of a primary that is gone is
+// an orphan.) A primary of another kind counts as existing.
+func (s *Syncer) heldByOthers(ctx context.Context, ws Workspace, p state.Primary, ref state.ObjectRef) (bool, error) {
+	side := string(related.SideKcp)
+	others, err := s.State.OthersUsing(ctx, p, side, ref)
+	if err != nil {
+		return false, err
+	}
+	key := state.RelatedObjectKey(p.Cluster, side, ref)
+	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+	for _, o := range others {
+		if o.OriginSide != side || o.OriginKey() != key {
+			continue
+		}
+		if o.Primary.GroupKind() != gk {
+			return true, nil
+		}
+		primary := o.Primary.Unstructured()
+		primary.SetAPIVersion(p.APIVersion)
+		err := ws.Client.Get(ctx, types.NamespacedName{Namespace: o.Primary.Namespace, Name: o.Primary.Name}, primary)
+		switch {
+		case err == nil:
+			return true, nil
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("failed to get primary %s: %w", o.Primary.Name, err)
+		}
+	}
+	return false, nil
+}
+
+// sharing reports whether other primaries still hold a record's source
+// (see heldByOthers) and use its destination.
+func (s *Syncer) sharing(ctx context.Context, ws Workspace, p state.Primary, st state.StoredRelated) (source, dest bool, err error) {
+	if st.OriginSide == string(related.SideKcp) && st.Origin.Name != "" {
+		if source, err = s.heldByOthers(ctx, ws, p, st.Origin); err != nil {
+			return false, false, err
+		}
+	}
+	if st.Destination.Name != "" {
+		dest, err = s.State.UsedByOthers(ctx, p, string(destinationSide(st.OriginSide)), st.Destination)
+	}
+	return source, dest, err
+}
+
+func destinationSide(originSide string) related.Side {
+	if originSide == string(related.SideService) {
+		return related.SideKcp
+	}
+	return related.SideService
+}
+
+// forgetRelated deletes a record's state Secret, releases its kcp-origin
+// source and, with deleteCopy, deletes its destination, except what other
+// primaries still use. When something is shared, the record goes first and
+// the check is repeated: of two primaries that let go at the same moment,
+// the one that looks last cleans up, so nothing is left behind.
+func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured, st state.StoredRelated, deleteCopy bool) (Result, error) {
+	res := Result{}
+	sourceShared, destShared, err := s.sharing(ctx, ws, p, st)
 	if err != nil {
 		return res, err
 	}
-	if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
-		return res, err
+	recordGone := false
+	if sourceShared || (deleteCopy && destShared) {
+		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
+			return res, err
+		}
+		res.Writes++
+		recordGone = true
+		if sourceShared, destShared, err = s.sharing(ctx, ws, p, st); err != nil {
+			return res, err
+		}
 	}
-	res.Writes++
+	if deleteCopy && !destShared {
+		deleted, err := deleteIfExists(ctx, s.side(ws, destinationSide(st.OriginSide)), st.Destination.Unstructured())
+		if err != nil {
+			return res, err
+		}
+		if deleted {
+			res.Writes++
+			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
+		}
+	}
+	if !sourceShared {
+		r, err := s.releaseRecorded(ctx, ws, st.RelatedRecord)
+		res.add(r)
+		if err != nil {
+			return res, err
+		}
+	}
+	if !recordGone {
+		if err := s.State.DeleteRelated(ctx, st.SecretName); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
 	return res, nil
 }
 
 // pruneRelated drops the state of related objects the primary no longer
 // selects (their copies stay) and releases kcp-origin sources.
-func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary, keep sets.Set[string]) (Result, error) {
+func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured, keep sets.Set[string]) (Result, error) {
 	stored, err := s.State.ListRelated(ctx, p, "")
 	if err != nil {
 		return Result{}, err
@@ -408,7 +495,7 @@ func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary
 		if keep.Has(st.SecretName) {
 			continue
 		}
-		r, err := s.forgetRelated(ctx, ws, p, st)
+		r, err := s.forgetRelated(ctx, ws, p, obj, st, false)
 		res.add(r)
 		if err != nil {
 			return res, err
@@ -480,7 +567,7 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 				if recorded.Has(state.RelatedSecretName(rec)) {
 					continue // released below, from the record
 				}
-				shared, err := s.State.UsedByOthers(ctx, p, rec.OriginSide, rec.Origin)
+				shared, err := s.heldByOthers(ctx, ws, p, rec.Origin)
 				if err != nil {
 					return res, err
 				}
@@ -502,27 +589,7 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 		if e := s.relatedEntry(st.Identifier); e != nil && e.Cleanup {
 			cleanup = true
 		}
-		if cleanup && st.Destination.Name != "" {
-			destSide := related.SideService
-			if st.OriginSide == string(related.SideService) {
-				destSide = related.SideKcp
-			}
-			shared, err := s.State.UsedByOthers(ctx, p, string(destSide), st.Destination)
-			if err != nil {
-				return res, err
-			}
-			if !shared {
-				deleted, err := deleteIfExists(ctx, s.side(ws, destSide), st.Destination.Unstructured())
-				if err != nil {
-					return res, err
-				}
-				if deleted {
-					res.Writes++
-					s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
-				}
-			}
-		}
-		r, err := s.forgetRelated(ctx, ws, p, st)
+		r, err := s.forgetRelated(ctx, ws, p, obj, st, cleanup)
 		res.add(r)
 		if err != nil {
 			return res, err

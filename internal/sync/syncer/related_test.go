@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
@@ -76,6 +78,8 @@ type relatedEnv struct {
 }
 
 type relatedEnvOptions struct {
+	// serviceFuncs intercept the service client's calls.
+	serviceFuncs             interceptor.Funcs
 	rels                     []syncagentv1alpha1.RelatedResourceSpec
 	kcpObjects, serviceObjs  []ctrlruntimeclient.Object
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
@@ -95,7 +99,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).Build(),
 		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
-			WithObjects(o.serviceObjs...).
+			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs).
 			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
 			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
 			WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
@@ -719,6 +723,58 @@ func TestSyncer_related_sharedObjectsOutliveTheFirstPrimary(t *testing.T) {
 	}
 	if names := e.relatedStateNames(t); len(names) != 0 {
 		t.Errorf("related state Secrets left: %v", names)
+	}
+}
+
+// Two primaries sharing a kcp-origin source are deleted at the same time:
+// the second one's whole pass runs while the first one is between its
+// check ("bar still holds it") and its record's deletion. Whoever looks
+// last must release the source, or its finalizer stays forever.
+func TestSyncer_related_sharedSourceReleasedWhenBothGoAtOnce(t *testing.T) {
+	ctx := t.Context()
+	fooRecord := relatedState("config", "kcp", configMapGVK, "default", "app-config")
+	var between func()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		serviceFuncs: interceptor.Funcs{Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			if f := between; f != nil && obj.GetName() == fooRecord {
+				between = nil
+				f()
+			}
+			return c.Delete(ctx, obj, opts...)
+		}},
+	})
+	for _, name := range []string{"foo", "bar"} {
+		e.createRemote(t, "default", name, map[string]any{"configName": "app-config"})
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatalf("sync %s: %v", name, err)
+		}
+		if err := e.kcp.Delete(ctx, e.getRemote(t, "default", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	between = func() {
+		if _, err := e.converge(t, "default", "bar"); err != nil {
+			t.Errorf("delete bar: %v", err)
+		}
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("delete foo: %v", err)
+	}
+	if between != nil {
+		t.Fatal("the test did not interleave the two deletions")
+	}
+	for _, name := range []string{"foo", "bar"} {
+		if e.getRemote(t, "default", name) != nil {
+			t.Errorf("primary %s still exists", name)
+		}
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the shared source kept finalizers %v after both primaries went", f)
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the shared copy outlived both primaries")
 	}
 }
 
