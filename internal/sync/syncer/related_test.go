@@ -778,6 +778,65 @@ func TestSyncer_related_sharedSourceReleasedWhenBothGoAtOnce(t *testing.T) {
 	}
 }
 
+// Records that must not keep a kcp-origin source's finalizer when its last
+// real holder goes: the record of a primary that is gone (an orphan), and a
+// record that names the source only as the kcp copy of a service object.
+func TestSyncer_related_sourceNotHeldByOrphansOrCopies(t *testing.T) {
+	back := syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: "back", Origin: "service", Kind: "ConfigMap", Object: referenceTo("spec.backName"),
+	}
+	testcases := []struct {
+		name string
+		// bar's spec, and whether bar disappears without its deletion being processed
+		barSpec  map[string]any
+		barGone  bool
+		barFirst bool
+	}{
+		{name: "orphaned record of a primary that is gone", barSpec: map[string]any{"configName": "app-config"}, barGone: true},
+		{name: "record naming the source as a copy", barSpec: map[string]any{"backName": "app-config"}},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry(), back},
+				kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+			})
+			e.createRemote(t, "default", "foo", map[string]any{"configName": "app-config"})
+			if _, err := e.converge(t, "default", "foo"); err != nil {
+				t.Fatalf("sync foo: %v", err)
+			}
+			e.createRemote(t, "default", "bar", tc.barSpec)
+			if _, err := e.converge(t, "default", "bar"); err != nil {
+				t.Fatalf("sync bar: %v", err)
+			}
+			if n := len(e.relatedStateNames(t)); n != 2 {
+				t.Fatalf("related state Secrets: %d, want 2 (one per primary)", n)
+			}
+			if tc.barGone {
+				bar := e.getRemote(t, "default", "bar")
+				bar.SetFinalizers(nil)
+				if err := e.kcp.Update(ctx, bar); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.kcp.Delete(ctx, bar); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.converge(t, "default", "foo"); err != nil {
+				t.Fatalf("delete foo: %v", err)
+			}
+			if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+				t.Errorf("the source kept finalizers %v after its last holder went", f)
+			}
+		})
+	}
+}
+
 func TestSyncer_related_kcpSourceDeleted(t *testing.T) {
 	ctx := t.Context()
 	e := newRelatedEnv(t, relatedEnvOptions{
