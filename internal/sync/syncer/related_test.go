@@ -788,9 +788,8 @@ func TestSyncer_related_sourceNotHeldByOrphansOrCopies(t *testing.T) {
 	testcases := []struct {
 		name string
 		// bar's spec, and whether bar disappears without its deletion being processed
-		barSpec  map[string]any
-		barGone  bool
-		barFirst bool
+		barSpec map[string]any
+		barGone bool
 	}{
 		{name: "orphaned record of a primary that is gone", barSpec: map[string]any{"configName": "app-config"}, barGone: true},
 		{name: "record naming the source as a copy", barSpec: map[string]any{"backName": "app-config"}},
