@@ -317,3 +317,40 @@ func TestRelatedResources(t *testing.T) {
 	framework.Must(t, consumer.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}), "delete cfg-1")
 	waitGone(t, consumer.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}, "cfg-1")
 }
+
+// TestRelatedReleasedWithPublishedResource: deleting a PublishedResource
+// releases the kcp-origin related objects its primaries held, not only the
+// primaries (contract §7 #14), so consumers can delete them.
+func TestRelatedReleasedWithPublishedResource(t *testing.T) {
+	t.Parallel()
+	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
+			Identifier: "config", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Kind: syncagentv1alpha1.RelatedResourceKindConfigMap,
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.configMaps"},
+			}},
+		}}
+	})
+	f, consumers, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()}, []*syncagentv1alpha1.PublishedResource{pr}, 1)
+	consumer := consumers[0]
+	ctx := t.Context()
+
+	framework.Must(t, consumer.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}, Data: map[string]string{"k": "v"}}), "create ConfigMap")
+	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpThing, "default", "a", map[string]any{"configMaps": []any{"cfg"}})), "create Thing")
+	cm := &corev1.ConfigMap{}
+	framework.WaitFor(t, syncTimeout, "cfg held by the agent", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, cm, "default", "cfg"); err != nil {
+			return false, err
+		}
+		return controllerutilContains(cm.Finalizers, cleanupFinalizer), nil
+	})
+	waitLocal(t, f.Service.Client, corev1.SchemeGroupVersion.WithKind("ConfigMap"), consumer.ClusterName, "cfg")
+
+	framework.Must(t, f.Service.Client.Delete(ctx, pr), "delete the PublishedResource")
+	waitReleased(t, consumer, "cfg")
+	if !namespacedEventReasons(ctx, consumer, "default", "cfg")["ObjectReleased"] {
+		t.Errorf("no ObjectReleased Event on cfg")
+	}
+	framework.Must(t, consumer.Client.Delete(ctx, cm), "delete cfg")
+	waitGone(t, consumer.Client, cm, "cfg")
+}

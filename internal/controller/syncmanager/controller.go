@@ -45,6 +45,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -169,6 +170,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	f := newFleet(log, kcp.NewScheme(), opts.Target.Config)
+	f.state = &state.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace, AgentName: opts.AgentName}
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, f)
 	if err != nil {
 		return err

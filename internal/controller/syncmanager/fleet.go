@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
 // fleet keeps the connections to the virtual workspace endpoints (one kcp
@@ -55,6 +57,9 @@ type fleet struct {
 	mu          sync.Mutex
 	clusters    map[string]engaged
 	controllers map[string]*running
+
+	// state reads and deletes the related state of released primaries.
+	state *state.Store
 }
 
 type endpoint struct {
@@ -316,6 +321,70 @@ func (f *fleet) Release(ctx context.Context, prName string) {
 			f.log.Error(err, "Failed to release finalizers", "cluster", name, "publishedresource", prName)
 		}
 	}
+	if err := f.releaseRelated(ctx, old.key.remoteGVK.GroupKind(), clusters); err != nil {
+		f.log.Error(err, "Failed to release related objects", "publishedresource", prName)
+	}
+}
+
+// releaseRelated removes our finalizer from the kcp-origin related objects
+// that primaries of group/kind gk hold (their records name them), unless a
+// primary of another kind holds them too, and deletes those primaries'
+// related records: with their PublishedResource gone, nothing would release
+// the sources later. Records of workspaces that are not engaged stay.
+func (f *fleet) releaseRelated(ctx context.Context, gk schema.GroupKind, clusters map[string]engaged) error {
+	records, err := f.state.RelatedRecordsOf(ctx, gk)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range records {
+		e, ok := clusters[rec.Cluster]
+		if !ok {
+			continue
+		}
+		if err := f.releaseSource(ctx, gk, e.cluster, rec); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := f.state.DeleteRelated(ctx, rec.SecretName); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSource removes our finalizer from a record's kcp-origin source,
+// unless the record of a primary of another kind than gk names it as its
+// kcp origin too.
+func (f *fleet) releaseSource(ctx context.Context, gk schema.GroupKind, cl cluster.Cluster, rec state.StoredRelated) error {
+	const kcpSide = "kcp"
+	if rec.OriginSide != kcpSide || rec.Origin.Name == "" {
+		return nil
+	}
+	others, err := f.state.OthersUsing(ctx, rec.PrimaryOf(), kcpSide, rec.Origin)
+	if err != nil {
+		return err
+	}
+	key := state.RelatedObjectKey(rec.Cluster, kcpSide, rec.Origin)
+	for _, o := range others {
+		if o.OriginSide == kcpSide && o.OriginKey() == key && o.Primary.GroupKind() != gk {
+			return nil
+		}
+	}
+	obj := rec.Origin.Unstructured()
+	if err := cl.GetClient().Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, obj); err != nil {
+		return ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		return nil
+	}
+	patch := ctrlruntimeclient.MergeFrom(obj.DeepCopy())
+	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+	if err := cl.GetClient().Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return err
+	}
+	cl.GetEventRecorderFor(ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
+	return nil
 }
 
 func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) error {

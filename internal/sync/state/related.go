@@ -215,10 +215,40 @@ func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]an
 	return nil
 }
 
-// StoredRelated is a related state Secret found by ListRelated.
+// StoredRelated is a related state Secret found by ListRelated or
+// RelatedRecordsOf.
 type StoredRelated struct {
 	SecretName string
+	// Cluster is the workspace of the primary (set by RelatedRecordsOf).
+	Cluster string
 	RelatedRecord
+}
+
+// RelatedRecordsOf returns the readable related records of every primary of
+// group and kind gk, sorted by Secret name.
+func (s *Store) RelatedRecordsOf(ctx context.Context, gk schema.GroupKind) ([]StoredRelated, error) {
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
+		ctrlruntimeclient.HasLabels{keys.RelatedIdentifier}, ctrlruntimeclient.MatchingLabels{keys.AgentName: s.AgentName}); err != nil {
+		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
+	}
+	var out []StoredRelated
+	for _, sec := range list.Items {
+		var rec RelatedRecord
+		if err := json.Unmarshal(sec.Data[relatedRecordKey], &rec); err != nil || rec.Primary.GroupKind() != gk {
+			continue
+		}
+		out = append(out, StoredRelated{SecretName: sec.Name, Cluster: sec.Labels[keys.RemoteObjectCluster], RelatedRecord: rec})
+	}
+	slices.SortFunc(out, func(a, b StoredRelated) int { return cmp.Compare(a.SecretName, b.SecretName) })
+	return out, nil
+}
+
+// PrimaryOf returns the primary a record belongs to.
+func (r StoredRelated) PrimaryOf() Primary {
+	p := Primary{APIVersion: r.Primary.APIVersion, Kind: r.Primary.Kind}
+	p.Cluster, p.Namespace, p.Name = r.Cluster, r.Primary.Namespace, r.Primary.Name
+	return p
 }
 
 // ListRelated returns the related objects recorded for p, all of them with
