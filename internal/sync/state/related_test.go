@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -632,5 +633,29 @@ func TestUsedByOthers(t *testing.T) {
 				t.Errorf("UsedByOthers = %v, want %v (stored: %d Secrets)", got, tc.want, len(list.Items))
 			}
 		})
+	}
+}
+
+func TestRelatedRecordsOf(t *testing.T) {
+	ctx := t.Context()
+	store, _ := newStore(t, interceptor.Funcs{})
+	other := relatedCreds
+	other.APIVersion, other.Kind = "other.example.com/v1", "Other"
+	for _, r := range []Related{relatedCreds, other} {
+		if err := store.PutRelated(ctx, r, map[string]any{"data": map[string]any{"k": "dg=="}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := store.RelatedRecordsOf(ctx, schema.GroupKind{Group: "kcp.example.com", Kind: "Thing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []StoredRelated{{SecretName: RelatedSecretName(relatedCreds), Cluster: "abc", RelatedRecord: relatedCreds.RelatedRecord}}
+	want[0].RelatedRecord.Primary = ObjectRef{APIVersion: "kcp.example.com/v1", Kind: "Thing", Namespace: "default", Name: "foo"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RelatedRecordsOf (-want +got):\n%s", diff)
+	}
+	if p := got[0].PrimaryOf(); p != primary {
+		t.Errorf("PrimaryOf = %+v, want %+v", p, primary)
 	}
 }
