@@ -651,7 +651,7 @@ func TestRelatedRecordsOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []StoredRelated{{SecretName: RelatedSecretName(relatedCreds), Cluster: "abc", RelatedRecord: relatedCreds.RelatedRecord}}
-	want[0].RelatedRecord.Primary = ObjectRef{APIVersion: "kcp.example.com/v1", Kind: "Thing", Namespace: "default", Name: "foo"}
+	want[0].Primary = ObjectRef{APIVersion: "kcp.example.com/v1", Kind: "Thing", Namespace: "default", Name: "foo"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RelatedRecordsOf (-want +got):\n%s", diff)
 	}
