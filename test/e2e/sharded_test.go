@@ -98,13 +98,16 @@ func TestMultipleShards(t *testing.T) {
 	}
 	agent.Stop(30 * time.Second)
 	agent = framework.StartAgent(t, f.AgentArgs()...)
+	// The agent reconnects to a failed endpoint with a backoff of up to a
+	// minute, so the shard's workspace may take that long to sync again.
+	const reconnectTimeout = 2 * time.Minute
 	createAndWaitLocal := func(ws *framework.Workspace, what string) {
 		t.Helper()
 		framework.WaitFor(t, syncTimeout, "a second Thing created in "+ws.Path, func(ctx context.Context) (bool, error) {
 			err := ws.Client.Create(ctx, newObject(kcpThing, "default", "second", map[string]any{"color": "red"}))
 			return err == nil, ctrlruntimeclient.IgnoreAlreadyExists(err)
 		})
-		framework.WaitFor(t, syncTimeout, what, func(ctx context.Context) (bool, error) {
+		framework.WaitFor(t, reconnectTimeout, what, func(ctx context.Context) (bool, error) {
 			items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
 			return len(items) == 2, err
 		})
