@@ -27,6 +27,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
@@ -357,17 +358,15 @@ func (f *fleet) releaseRelated(ctx context.Context, gk schema.GroupKind, cluster
 // unless the record of a primary of another kind than gk names it as its
 // kcp origin too.
 func (f *fleet) releaseSource(ctx context.Context, gk schema.GroupKind, cl cluster.Cluster, rec state.StoredRelated) error {
-	const kcpSide = "kcp"
-	if rec.OriginSide != kcpSide || rec.Origin.Name == "" {
+	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
 		return nil
 	}
-	others, err := f.state.OthersUsing(ctx, rec.PrimaryOf(), kcpSide, rec.Origin)
+	holders, err := f.state.SourceHolders(ctx, rec.PrimaryOf(), rec.Origin)
 	if err != nil {
 		return err
 	}
-	key := state.RelatedObjectKey(rec.Cluster, kcpSide, rec.Origin)
-	for _, o := range others {
-		if o.OriginSide == kcpSide && o.OriginKey() == key && o.Primary.GroupKind() != gk {
+	for _, o := range holders {
+		if o.Primary.GroupKind() != gk {
 			return nil
 		}
 	}
@@ -375,6 +374,25 @@ func (f *fleet) releaseSource(ctx context.Context, gk schema.GroupKind, cl clust
 	if err := cl.GetClient().Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, obj); err != nil {
 		return ctrlruntimeclient.IgnoreNotFound(err)
 	}
+	return releaseObject(ctx, cl, obj)
+}
+
+func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := cl.GetClient().List(ctx, list); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		errs = append(errs, releaseObject(ctx, cl, &list.Items[i]))
+	}
+	return errors.Join(errs...)
+}
+
+// releaseObject removes our finalizer from obj, if it has it, with an
+// ObjectReleased Event.
+func releaseObject(ctx context.Context, cl cluster.Cluster, obj *unstructured.Unstructured) error {
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return nil
 	}
@@ -385,30 +403,6 @@ func (f *fleet) releaseSource(ctx context.Context, gk schema.GroupKind, cl clust
 	}
 	cl.GetEventRecorderFor(ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
 	return nil
-}
-
-func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := cl.GetClient().List(ctx, list); err != nil {
-		return err
-	}
-	recorder := cl.GetEventRecorderFor(ControllerName)
-	var errs []error
-	for i := range list.Items {
-		obj := &list.Items[i]
-		if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
-			continue
-		}
-		patch := ctrlruntimeclient.MergeFrom(obj.DeepCopy())
-		controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
-		if err := cl.GetClient().Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-			errs = append(errs, err)
-			continue
-		}
-		recorder.Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
-	}
-	return errors.Join(errs...)
 }
 
 // engagedCluster returns an engaged workspace, nil if it is not engaged.

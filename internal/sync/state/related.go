@@ -416,6 +416,19 @@ func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref Obj
 	return out, nil
 }
 
+// SourceHolders returns the records of primaries other than p that name
+// ref as their kcp origin (confirmed live, as OthersUsing): the records
+// whose primaries hold the source's finalizer. A record that names ref only
+// as the kcp copy of a service object holds nothing.
+func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]OtherRecord, error) {
+	others, err := s.OthersUsing(ctx, p, sideKcp, ref)
+	if err != nil {
+		return nil, err
+	}
+	key := RelatedObjectKey(p.Cluster, sideKcp, ref)
+	return slices.DeleteFunc(others, func(o OtherRecord) bool { return o.OriginSide != sideKcp || o.OriginKey() != key }), nil
+}
+
 // sameObject compares two references by group, kind, namespace and name.
 func sameObject(a, b ObjectRef) bool {
 	return a.GroupKind() == b.GroupKind() && a.Namespace == b.Namespace && a.Name == b.Name

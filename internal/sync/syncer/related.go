@@ -387,17 +387,12 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 // service object never does, and the record of a primary that is gone is
 // an orphan.) A primary of another kind counts as existing.
 func (s *Syncer) heldByOthers(ctx context.Context, ws Workspace, p state.Primary, ref state.ObjectRef) (bool, error) {
-	side := string(related.SideKcp)
-	others, err := s.State.OthersUsing(ctx, p, side, ref)
+	holders, err := s.State.SourceHolders(ctx, p, ref)
 	if err != nil {
 		return false, err
 	}
-	key := state.RelatedObjectKey(p.Cluster, side, ref)
 	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
-	for _, o := range others {
-		if o.OriginSide != side || o.OriginKey() != key {
-			continue
-		}
+	for _, o := range holders {
 		if o.Primary.GroupKind() != gk {
 			return true, nil
 		}
