@@ -213,23 +213,29 @@ func BindExport(t T, ws *Workspace, exportPath, exportName string, claims []kcpa
 // kubeconfig file and returns its path.
 func WriteKubeconfig(t T, dir, name string, cfg *rest.Config) string {
 	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := writeKubeconfig(path, "default", cfg); err != nil {
+		t.Fatalf("failed to write kubeconfig: %v", err)
+	}
+	return path
+}
+
+// writeKubeconfig writes cfg as a kubeconfig (mode 0600) whose one cluster,
+// user and context are named context.
+func writeKubeconfig(path, context string, cfg *rest.Config) error {
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["default"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["default"] = &clientcmdapi.AuthInfo{
+	kc.Clusters[context] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[context] = &clientcmdapi.AuthInfo{
 		Token:                 cfg.BearerToken,
 		ClientCertificateData: cfg.CertData,
 		ClientKeyData:         cfg.KeyData,
 	}
-	kc.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
-	kc.CurrentContext = "default"
-	path := filepath.Join(dir, name)
+	kc.Contexts[context] = &clientcmdapi.Context{Cluster: context, AuthInfo: context}
+	kc.CurrentContext = context
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatalf("failed to write kubeconfig: %v", err)
+		return err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return os.Chmod(path, 0o600)
 }
 
 // Must fails the test on err.

@@ -108,19 +108,7 @@ func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
 }
 
 func (k *Kcp) ready(ctx context.Context) bool {
-	cfg := k.AdminConfig("root")
-	cfg.Host = k.BaseURL
-	rt, err := rest.TransportFor(cfg)
-	if err != nil {
-		return false
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, k.BaseURL+"/readyz", nil)
-	resp, err := (&http.Client{Transport: rt, Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if !k.readyz(ctx, k.BaseURL) {
 		return false
 	}
 	// /readyz turns green slightly before the root workspace is usable.
@@ -129,6 +117,22 @@ func (k *Kcp) ready(ctx context.Context) bool {
 		return false
 	}
 	return kcp.Ping(ctx, c) == nil
+}
+
+// readyz reports whether the server at base answers /readyz with 200 (as
+// the admin, verified with kcp's CA).
+func (k *Kcp) readyz(ctx context.Context, base string) bool {
+	rt, err := rest.TransportFor(&rest.Config{BearerToken: adminToken, TLSClientConfig: rest.TLSClientConfig{CAData: k.CAData}})
+	if err != nil {
+		return false
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+	resp, err := (&http.Client{Transport: rt, Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Stop stops kcp, its processes in reverse start order.

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,8 +19,6 @@ import (
 	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 )
@@ -112,7 +109,7 @@ func StartShardedKcp(t T) *Kcp {
 		{"shards.kubeconfig", rootURL, "default", shardMastersToken},
 	}
 	for _, kc := range kubeconfigs {
-		if err := writeTokenKubeconfig(file(kc.name), kc.server, kc.context, kc.token, ca); err != nil {
+		if err := writeKubeconfig(file(kc.name), kc.context, &rest.Config{Host: kc.server, BearerToken: kc.token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -236,42 +233,13 @@ func (k *Kcp) waitSharded(t T, what string, ready func(context.Context) bool) {
 	})
 }
 
-// readyz reports whether the server at base answers /readyz with 200 (as
-// the admin, verified with the sharded kcp's CA).
-func (k *Kcp) readyz(ctx context.Context, base string) bool {
-	rt, err := rest.TransportFor(&rest.Config{BearerToken: adminToken, TLSClientConfig: rest.TLSClientConfig{CAData: k.CAData}})
-	if err != nil {
-		return false
-	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-	resp, err := (&http.Client{Transport: rt, Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// writeTokenKubeconfig writes a kubeconfig of one cluster, user and context.
-func writeTokenKubeconfig(path, server, context, token string, ca []byte) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["kcp"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	kc.AuthInfos["kcp"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts[context] = &clientcmdapi.Context{Cluster: "kcp", AuthInfo: "kcp"}
-	kc.CurrentContext = context
-	return clientcmd.WriteToFile(*kc, path)
-}
-
 // writeCertificates writes into dir a CA (ca.crt) with the serving
 // certificate of every server (serving.crt/.key, for 127.0.0.1 and
 // localhost), and a request-header CA (requestheader-ca.crt) with the
 // front-proxy's client certificate (front-proxy-client.crt/.key). It
 // returns the CA certificate (PEM).
 func writeCertificates(dir string) ([]byte, error) {
-	caCert, caKey, err := newCertificate(&x509.Certificate{
-		Subject: pkix.Name{CommonName: "e2e-kcp-ca"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}, nil, nil)
+	caCert, caKey, err := newCA("e2e-kcp-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -284,10 +252,7 @@ func writeCertificates(dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rhCert, rhKey, err := newCertificate(&x509.Certificate{
-		Subject: pkix.Name{CommonName: "e2e-requestheader-ca"}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}, nil, nil)
+	rhCert, rhKey, err := newCA("e2e-requestheader-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +285,14 @@ func writeCertificates(dir string) ([]byte, error) {
 		}
 	}
 	return caPEM, nil
+}
+
+// newCA creates a self-signed CA.
+func newCA(commonName string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	return newCertificate(&x509.Certificate{
+		Subject: pkix.Name{CommonName: commonName}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}, nil, nil)
 }
 
 // newCertificate creates a key and a certificate from template, signed by
