@@ -23,7 +23,6 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -98,11 +97,8 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	}
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).Build(),
-		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
-			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs).
-			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
+		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
+			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
 	namer, err := naming.NewNamer(nil)
 	if err != nil {

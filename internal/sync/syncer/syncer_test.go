@@ -41,6 +41,15 @@ func typed(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	return u
 }
 
+// withAgentIndexes registers the cache indexes the agent registers on the
+// service side: local copies and state Secrets by kcp object, related state
+// Secrets by the objects they name.
+func withAgentIndexes(b *fake.ClientBuilder) *fake.ClientBuilder {
+	return b.WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues)
+}
+
 func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -48,11 +57,8 @@ func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
 		t.Fatal(err)
 	}
 	e := &env{
-		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
-		service: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...).
-			WithIndex(typed(localGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-			WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
+		kcp:     fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).Build(),
+		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK)).WithObjects(service...)).Build(),
 	}
 	namer, err := naming.NewNamer(nil)
 	if err != nil {
