@@ -452,7 +452,7 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 			return res, err
 		}
 	}
-	if deleteCopy && !destShared {
+	if deleteCopy && !destShared && st.Destination.Name != "" {
 		deleted, err := deleteIfExists(ctx, s.side(ws, destinationSide(st.OriginSide)), st.Destination.Unstructured())
 		if err != nil {
 			return res, err

@@ -832,6 +832,41 @@ func TestSyncer_related_sourceNotHeldByOrphansOrCopies(t *testing.T) {
 	}
 }
 
+// A related record that cannot be read names no copy: the primary's
+// deletion drops it without trying to delete a nameless object, also for
+// an entry with cleanup.
+func TestSyncer_related_unreadableRecordGoesWithItsPrimary(t *testing.T) {
+	ctx := t.Context()
+	cleanupConfig := configEntry()
+	cleanupConfig.Cleanup = true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{cleanupConfig},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	record := &corev1.Secret{}
+	name := relatedState("config", "kcp", configMapGVK, "default", "app-config")
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: "agent-ns", Name: name}, record); err != nil {
+		t.Fatal(err)
+	}
+	record.Data["record"] = []byte("{")
+	if err := e.service.Update(ctx, record); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the primary still exists")
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
+	}
+}
+
 func TestSyncer_related_kcpSourceDeleted(t *testing.T) {
 	ctx := t.Context()
 	e := newRelatedEnv(t, relatedEnvOptions{
