@@ -72,8 +72,11 @@ func (e *Entry) DestinationType() Type {
 }
 
 // Destination returns the side opposite to the origin.
-func (e *Entry) Destination() Side {
-	if e.Origin == SideKcp {
+func (e *Entry) Destination() Side { return e.Origin.Opposite() }
+
+// Opposite returns the other side.
+func (s Side) Opposite() Side {
+	if s == SideKcp {
 		return SideService
 	}
 	return SideKcp

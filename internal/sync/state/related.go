@@ -138,12 +138,16 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 // Secret written a moment ago must not be missed because the cache has not
 // seen it yet.
 func (s *Store) GetRelatedLive(ctx context.Context, r Related) (map[string]any, error) {
-	reader := s.Live
-	if reader == nil {
-		reader = s.Client
-	}
-	state, _, err := s.readRelated(ctx, reader, r)
+	state, _, err := s.readRelated(ctx, s.live(), r)
 	return state, err
+}
+
+// live returns the reader for reads that must not lag.
+func (s *Store) live() ctrlruntimeclient.Reader {
+	if s.Live == nil {
+		return s.Client
+	}
+	return s.Live
 }
 
 // readRelated reads the related object's own state Secret through reader;
@@ -219,7 +223,7 @@ func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]an
 // RelatedRecordsOf.
 type StoredRelated struct {
 	SecretName string
-	// Cluster is the workspace of the primary (set by RelatedRecordsOf).
+	// Cluster is the workspace of the primary.
 	Cluster string
 	RelatedRecord
 }
@@ -233,15 +237,28 @@ func (s *Store) RelatedRecordsOf(ctx context.Context, gk schema.GroupKind) ([]St
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
 	var out []StoredRelated
-	for _, sec := range list.Items {
-		var rec RelatedRecord
-		if err := json.Unmarshal(sec.Data[relatedRecordKey], &rec); err != nil || rec.Primary.GroupKind() != gk {
-			continue
+	for i := range list.Items {
+		if st, ok := storedRelated(&list.Items[i]); ok && st.Primary.GroupKind() == gk {
+			out = append(out, st)
 		}
-		out = append(out, StoredRelated{SecretName: sec.Name, Cluster: sec.Labels[keys.RemoteObjectCluster], RelatedRecord: rec})
 	}
 	slices.SortFunc(out, func(a, b StoredRelated) int { return cmp.Compare(a.SecretName, b.SecretName) })
 	return out, nil
+}
+
+// storedRelated reads a related state Secret; ok is false when its record
+// cannot be read.
+func storedRelated(secret *corev1.Secret) (st StoredRelated, ok bool) {
+	st = StoredRelated{SecretName: secret.Name, Cluster: secret.Labels[keys.RemoteObjectCluster]}
+	if err := json.Unmarshal(secret.Data[relatedRecordKey], &st.RelatedRecord); err != nil {
+		return StoredRelated{SecretName: st.SecretName, Cluster: st.Cluster}, false
+	}
+	return st, true
+}
+
+// OriginKey returns the RelatedObjectKey of the record's origin.
+func (r StoredRelated) OriginKey() string {
+	return RelatedObjectKey(r.Cluster, r.OriginSide, r.Origin)
 }
 
 // PrimaryOf returns the primary a record belongs to.
@@ -272,12 +289,12 @@ func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) (
 		if ofOtherKind(p, &sec) {
 			continue
 		}
-		var rec RelatedRecord
-		if err := json.Unmarshal(sec.Data[relatedRecordKey], &rec); err != nil {
+		st, ok := storedRelated(&sec)
+		if !ok {
 			// Unreadable: it still belongs to p and goes with it.
-			rec = RelatedRecord{Identifier: sec.Labels[keys.RelatedIdentifier]}
+			st.Identifier = sec.Labels[keys.RelatedIdentifier]
 		}
-		out = append(out, StoredRelated{SecretName: sec.Name, RelatedRecord: rec})
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b StoredRelated) int { return cmp.Compare(a.SecretName, b.SecretName) })
 	return out, nil
@@ -298,11 +315,11 @@ func PrimaryOfRelated(secret *corev1.Secret) (ref ObjectRef, ok bool) {
 	if _, isRelated := secret.Labels[keys.RelatedIdentifier]; !isRelated {
 		return ObjectRef{}, false
 	}
-	var rec RelatedRecord
-	if err := json.Unmarshal(secret.Data[relatedRecordKey], &rec); err != nil || rec.Primary.Name == "" {
+	st, ok := storedRelated(secret)
+	if !ok || st.Primary.Name == "" {
 		return ObjectRef{}, true
 	}
-	return rec.Primary, true
+	return st.Primary, true
 }
 
 // RelatedObjectIndex names the cache index of related state Secrets by the
@@ -321,19 +338,15 @@ func RelatedObjectIndexValues(obj ctrlruntimeclient.Object) []string {
 	if _, isRelated := secret.Labels[keys.RelatedIdentifier]; !isRelated {
 		return nil
 	}
-	var rec RelatedRecord
-	if err := json.Unmarshal(secret.Data[relatedRecordKey], &rec); err != nil || rec.Origin.Name == "" {
+	st, ok := storedRelated(secret)
+	if !ok || st.Origin.Name == "" {
 		return nil
 	}
-	cluster := secret.Labels[keys.RemoteObjectCluster]
 	destSide := sideKcp
-	if rec.OriginSide == sideKcp {
+	if st.OriginSide == sideKcp {
 		destSide = sideService
 	}
-	return []string{
-		RelatedObjectKey(cluster, rec.OriginSide, rec.Origin),
-		RelatedObjectKey(cluster, destSide, rec.Destination),
-	}
+	return []string{st.OriginKey(), RelatedObjectKey(st.Cluster, destSide, st.Destination)}
 }
 
 // Sides of a RelatedRecord.
@@ -353,18 +366,6 @@ func RelatedObjectKey(cluster, side string, ref ObjectRef) string {
 	return strings.Join([]string{side, cluster, gk.Group, gk.Kind, ref.Namespace, ref.Name}, "/")
 }
 
-// OtherRecord is a related record of another primary, with the workspace
-// its Secret names.
-type OtherRecord struct {
-	Cluster string
-	RelatedRecord
-}
-
-// OriginKey returns the RelatedObjectKey of the record's origin.
-func (o OtherRecord) OriginKey() string {
-	return RelatedObjectKey(o.Cluster, o.OriginSide, o.Origin)
-}
-
 // UsedByOthers reports whether a related state Secret of a primary other
 // than p records ref on side, as origin or destination.
 func (s *Store) UsedByOthers(ctx context.Context, p Primary, side string, ref ObjectRef) (bool, error) {
@@ -378,26 +379,22 @@ func (s *Store) UsedByOthers(ctx context.Context, p Primary, side string, ref Ob
 // deleted a moment ago never keeps a copy or a finalizer alive. (A record
 // written a moment ago may be missed; its primary's next pass restores what
 // a caller removes because of that.)
-func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref ObjectRef) ([]OtherRecord, error) {
+func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref ObjectRef) ([]StoredRelated, error) {
 	key := RelatedObjectKey(p.Cluster, side, ref)
 	var list corev1.SecretList
 	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
 		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: key}); err != nil {
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
-	reader := s.Live
-	if reader == nil {
-		reader = s.Client
-	}
 	own := ObjectRef{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}
-	var out []OtherRecord
+	var out []StoredRelated
 	for i := range list.Items {
 		candidate := &list.Items[i]
 		if owner, _ := PrimaryOfRelated(candidate); candidate.Labels[keys.RemoteObjectCluster] == p.Cluster && sameObject(owner, own) {
 			continue
 		}
 		live := &corev1.Secret{}
-		err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: candidate.Name}, live)
+		err := s.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: candidate.Name}, live)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -407,11 +404,9 @@ func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref Obj
 		if live.DeletionTimestamp != nil || !slices.Contains(RelatedObjectIndexValues(live), key) {
 			continue
 		}
-		var rec RelatedRecord
-		if err := json.Unmarshal(live.Data[relatedRecordKey], &rec); err != nil {
-			continue // not indexed either
+		if st, ok := storedRelated(live); ok {
+			out = append(out, st)
 		}
-		out = append(out, OtherRecord{Cluster: live.Labels[keys.RemoteObjectCluster], RelatedRecord: rec})
 	}
 	return out, nil
 }
@@ -420,13 +415,13 @@ func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref Obj
 // ref as their kcp origin (confirmed live, as OthersUsing): the records
 // whose primaries hold the source's finalizer. A record that names ref only
 // as the kcp copy of a service object holds nothing.
-func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]OtherRecord, error) {
+func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]StoredRelated, error) {
 	others, err := s.OthersUsing(ctx, p, sideKcp, ref)
 	if err != nil {
 		return nil, err
 	}
 	key := RelatedObjectKey(p.Cluster, sideKcp, ref)
-	return slices.DeleteFunc(others, func(o OtherRecord) bool { return o.OriginSide != sideKcp || o.OriginKey() != key }), nil
+	return slices.DeleteFunc(others, func(o StoredRelated) bool { return o.OriginSide != sideKcp || o.OriginKey() != key }), nil
 }
 
 // sameObject compares two references by group, kind, namespace and name.

@@ -354,9 +354,9 @@ func TestStore_ListRelated(t *testing.T) {
 	stored := func(r Related) StoredRelated {
 		rec := r.RelatedRecord
 		rec.Primary = ObjectRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-		return StoredRelated{SecretName: RelatedSecretName(r), RelatedRecord: rec}
+		return StoredRelated{SecretName: RelatedSecretName(r), Cluster: r.Cluster, RelatedRecord: rec}
 	}
-	brokenEntry := StoredRelated{SecretName: "obj-state-abc-broken", RelatedRecord: RelatedRecord{Identifier: "config"}}
+	brokenEntry := StoredRelated{SecretName: "obj-state-abc-broken", Cluster: "abc", RelatedRecord: RelatedRecord{Identifier: "config"}}
 	testcases := []struct {
 		identifier string
 		want       []StoredRelated

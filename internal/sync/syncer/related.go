@@ -272,7 +272,7 @@ func (s *Syncer) sharedCopy(ctx context.Context, e *related.Entry, rec state.Rel
 		return false, err
 	}
 	origin := state.RelatedObjectKey(rec.Cluster, rec.OriginSide, rec.Origin)
-	return slices.ContainsFunc(others, func(o state.OtherRecord) bool { return o.OriginKey() == origin }), nil
+	return slices.ContainsFunc(others, func(o state.StoredRelated) bool { return o.OriginKey() == origin }), nil
 }
 
 // kcpSide returns the kcp-side object of a related pair, which gets the Events.
@@ -418,16 +418,9 @@ func (s *Syncer) sharing(ctx context.Context, ws Workspace, p state.Primary, st 
 		}
 	}
 	if st.Destination.Name != "" {
-		dest, err = s.State.UsedByOthers(ctx, p, string(destinationSide(st.OriginSide)), st.Destination)
+		dest, err = s.State.UsedByOthers(ctx, p, string(related.Side(st.OriginSide).Opposite()), st.Destination)
 	}
 	return source, dest, err
-}
-
-func destinationSide(originSide string) related.Side {
-	if originSide == string(related.SideService) {
-		return related.SideKcp
-	}
-	return related.SideService
 }
 
 // forgetRelated deletes a record's state Secret, releases its kcp-origin
@@ -453,7 +446,7 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 		}
 	}
 	if deleteCopy && !destShared && st.Destination.Name != "" {
-		deleted, err := deleteIfExists(ctx, s.side(ws, destinationSide(st.OriginSide)), st.Destination.Unstructured())
+		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), st.Destination.Unstructured())
 		if err != nil {
 			return res, err
 		}
