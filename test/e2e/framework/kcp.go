@@ -39,6 +39,8 @@ type Kcp struct {
 	// shard places workspaces that CreateWorkspace creates; empty lets
 	// kcp choose.
 	shard string
+	// shardURLs are the shards' base URLs by name (StartShardedKcp).
+	shardURLs map[string]string
 }
 
 // StartKcp starts kcp with its state in dir and its log in logDir. Every

@@ -139,7 +139,7 @@ func StartShardedKcp(t T) *Kcp {
 		}, common...)
 	}
 
-	k := &Kcp{BaseURL: proxyURL, CAData: ca, shard: RootShard}
+	k := &Kcp{BaseURL: proxyURL, CAData: ca, shard: RootShard, shardURLs: map[string]string{RootShard: rootURL, SecondShard: shardURL}}
 	t.Cleanup(k.Stop)
 	start := func(name, bin string, args []string) {
 		t.Helper()
@@ -211,13 +211,7 @@ func (k *Kcp) StartShard(t T, shard string) {
 		t.Fatal(err)
 	}
 	k.procs[i] = p
-	base := ""
-	for _, a := range p.args {
-		if v, ok := strings.CutPrefix(a, "--shard-base-url="); ok {
-			base = v
-		}
-	}
-	k.waitSharded(t, "shard "+shard+" after its restart", func(ctx context.Context) bool { return k.readyz(ctx, base) })
+	k.waitSharded(t, "shard "+shard+" after its restart", func(ctx context.Context) bool { return k.readyz(ctx, k.shardURLs[shard]) })
 }
 
 // waitSharded waits until ready holds, failing early when a process exits.
