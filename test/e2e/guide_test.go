@@ -178,14 +178,7 @@ func TestGettingStarted(t *testing.T) {
 		return phase == "Ready", nil
 	})
 	framework.WaitFor(t, syncTimeout, "Events about the Thing in the consumer workspace", func(ctx context.Context) (bool, error) {
-		events := &corev1.EventList{}
-		err := consumer.Client.List(ctx, events, ctrlruntimeclient.InNamespace(thing.GetNamespace()))
-		for _, e := range events.Items {
-			if e.InvolvedObject.Name == thing.GetName() {
-				return true, nil
-			}
-		}
-		return false, err
+		return len(namespacedEventReasons(ctx, consumer, thing.GetNamespace(), thing.GetName())) > 0, nil
 	})
 
 	// Deleting the Thing deletes the local copy, then releases the Thing.

@@ -71,7 +71,7 @@ func TestRelatedSecurity(t *testing.T) {
 	waitCopies(t, f, consumer.ClusterName, 1+len(attempts))
 	for _, name := range []string{"slash", "dots"} {
 		framework.WaitFor(t, syncTimeout, "a ReconcilingError Event on "+name, func(ctx context.Context) (bool, error) {
-			return eventReasonsFor(ctx, consumer, "default", name)["ReconcilingError"], nil
+			return namespacedEventReasons(ctx, consumer, "default", name)["ReconcilingError"], nil
 		})
 	}
 	// Give the agent time for several passes, then check nothing leaked.
@@ -100,21 +100,6 @@ func waitCopies(t *testing.T, f *framework.Fixture, cluster string, n int) []uns
 		return len(items) == n, err
 	})
 	return items
-}
-
-// eventReasonsFor returns the reasons of the Events about one object.
-func eventReasonsFor(ctx context.Context, ws *framework.Workspace, namespace, name string) map[string]bool {
-	var events corev1.EventList
-	reasons := map[string]bool{}
-	if err := ws.Client.List(ctx, &events); err != nil {
-		return reasons
-	}
-	for _, e := range events.Items {
-		if e.InvolvedObject.Namespace == namespace && e.InvolvedObject.Name == name {
-			reasons[e.Reason] = true
-		}
-	}
-	return reasons
 }
 
 // TestInvalidMutation: a CEL expression that does not compile gives

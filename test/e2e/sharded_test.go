@@ -65,15 +65,7 @@ func TestMultipleShards(t *testing.T) {
 		})
 	}
 	for _, ws := range consumers {
-		var local unstructured.Unstructured
-		framework.WaitFor(t, syncTimeout, "the local copy of "+ws.Path+"'s Thing", func(ctx context.Context) (bool, error) {
-			items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
-			if err != nil || len(items) != 1 {
-				return false, err
-			}
-			local = items[0]
-			return true, nil
-		})
+		local := waitCopies(t, f, ws.ClusterName, 1)[0]
 		framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set phase")
 		framework.Must(t, f.Service.Client.Status().Update(ctx, &local), "update the local status")
 		framework.WaitFor(t, syncTimeout, "the status in "+ws.Path, func(ctx context.Context) (bool, error) {
