@@ -348,9 +348,9 @@ func TestRelatedReleasedWithPublishedResource(t *testing.T) {
 
 	framework.Must(t, f.Service.Client.Delete(ctx, pr), "delete the PublishedResource")
 	waitReleased(t, consumer, "cfg")
-	if !namespacedEventReasons(ctx, consumer, "default", "cfg")["ObjectReleased"] {
-		t.Errorf("no ObjectReleased Event on cfg")
-	}
+	framework.WaitFor(t, syncTimeout, "an ObjectReleased Event on cfg", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, consumer, "default", "cfg")["ObjectReleased"], nil
+	})
 	framework.Must(t, consumer.Client.Delete(ctx, cm), "delete cfg")
 	waitGone(t, consumer.Client, cm, "cfg")
 }

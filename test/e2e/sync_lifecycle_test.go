@@ -154,9 +154,10 @@ func TestSyncControllerLifecycle(t *testing.T) {
 		}
 		return len(t1.GetFinalizers()) == 0, nil
 	})
-	if !namespacedEventReasons(ctx, ws[0], "default", "t1")["ObjectReleased"] {
-		t.Errorf("no ObjectReleased event on t1")
-	}
+	// Events are sent asynchronously, after the finalizer is gone.
+	framework.WaitFor(t, syncTimeout, "an ObjectReleased Event on t1", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, ws[0], "default", "t1")["ObjectReleased"], nil
+	})
 	items, err := localCopies(ctx, svc, ws[0].ClusterName)
 	framework.Must(t, err, "list local copies")
 	if len(items) != 1 {

@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -207,6 +208,15 @@ func BindExport(t T, ws *Workspace, exportPath, exportName string, claims []kcpa
 		}
 		return binding.Status.Phase == kcpapisv1alpha2.APIBindingPhaseBound, nil
 	})
+	// Bound comes a moment before the workspace serves the APIs; a create
+	// right after binding would fail with "no matches for kind".
+	for _, r := range binding.Status.BoundResources {
+		gvr := schema.GroupVersionResource{Group: r.Group, Resource: r.Resource}
+		WaitFor(t, bindingReadyTimeout, gvr.GroupResource().String()+" served in "+ws.Path, func(context.Context) (bool, error) {
+			_, err := ws.Client.RESTMapper().ResourcesFor(gvr)
+			return err == nil, nil
+		})
+	}
 }
 
 // WriteKubeconfig writes cfg (token or client certificate auth) as a
