@@ -138,7 +138,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	resolved := health.NewFlag("the kcp workspace and APIExport are not resolved yet")
 	hs.AddReadyCheck("kcp-workspace", resolved.Check)
 	var healthErrs <-chan error
-	if o.HealthAddress != "" {
+	if o.HealthEnabled() {
 		if healthErrs, err = hs.Serve(ctx, o.HealthAddress); err != nil {
 			return err
 		}

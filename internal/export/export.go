@@ -9,9 +9,12 @@ package export
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -147,4 +150,65 @@ func MergeClaims(existing []kcpapisv1alpha2.PermissionClaim, required []Claim) (
 func MissingClaims(claims []kcpapisv1alpha2.PermissionClaim, required []Claim) []Claim {
 	_, missing := MergeClaims(claims, required)
 	return missing
+}
+
+// V1alpha1ClaimsAnnotation is where kcp keeps, on a v1alpha2 APIExport, the
+// "all" and "resourceSelector" fields that v1alpha1 readers see on each
+// claim (v1alpha2 has neither). A claim written through v1alpha2 that has no
+// entry there reads in v1alpha1 as neither "all" nor selector-based, which
+// v1alpha1 APIBindings that copy it cannot accept.
+const V1alpha1ClaimsAnnotation = kcpapisv1alpha2.PermissionClaimsV1Alpha1Annotation
+
+// V1alpha1Claims returns the new value of the V1alpha1ClaimsAnnotation
+// (current is its value): every entry in it stays byte for byte, and every
+// claim of the export that is required and grants all verbs but has no
+// entry yet gets one that says "all objects", so that it reads back as
+// {group, resource, all: true, identityHash} through v1alpha1 as the
+// reference's claims do. Entries an administrator wrote (selectors included)
+// are never changed. changed is false when nothing was added.
+func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, required []Claim) (value string, changed bool, err error) {
+	var entries []json.RawMessage
+	if current != "" {
+		if err := json.Unmarshal([]byte(current), &entries); err != nil {
+			return "", false, fmt.Errorf("annotation %s is not a JSON list: %w", V1alpha1ClaimsAnnotation, err)
+		}
+	}
+	described := make([]kcpapisv1alpha1.PermissionClaim, len(entries))
+	for i, raw := range entries {
+		if err := json.Unmarshal(raw, &described[i]); err != nil {
+			return "", false, fmt.Errorf("annotation %s entry %d is not a permission claim: %w", V1alpha1ClaimsAnnotation, i, err)
+		}
+	}
+	requiredGRs := sets.New[schema.GroupResource]()
+	for _, c := range required {
+		requiredGRs.Insert(schema.GroupResource{Group: c.Group, Resource: c.Resource})
+	}
+	for _, c := range claims {
+		if !requiredGRs.Has(schema.GroupResource{Group: c.Group, Resource: c.Resource}) || !slices.Equal(c.Verbs, []string{"*"}) {
+			continue
+		}
+		entry := kcpapisv1alpha1.PermissionClaim{
+			GroupResource: kcpapisv1alpha1.GroupResource{Group: c.Group, Resource: c.Resource},
+			All:           true,
+			IdentityHash:  c.IdentityHash,
+		}
+		if slices.ContainsFunc(described, entry.EqualGRI) {
+			continue
+		}
+		raw, err := json.Marshal(entry)
+		if err != nil {
+			return "", false, err
+		}
+		entries = append(entries, raw)
+		described = append(described, entry)
+		changed = true
+	}
+	if !changed {
+		return current, false, nil
+	}
+	out, err := json.Marshal(entries)
+	if err != nil {
+		return "", false, err
+	}
+	return string(out), true, nil
 }

@@ -145,3 +145,67 @@ func TestMergeClaims(t *testing.T) {
 		t.Errorf("a second merge must be a no-op, added %v", added)
 	}
 }
+
+func TestV1alpha1Claims(t *testing.T) {
+	claim := func(group, resource, identity string, verbs ...string) kcpapisv1alpha2.PermissionClaim {
+		return kcpapisv1alpha2.PermissionClaim{GroupResource: kcpapisv1alpha2.GroupResource{Group: group, Resource: resource}, IdentityHash: identity, Verbs: verbs}
+	}
+	claims := []kcpapisv1alpha2.PermissionClaim{
+		claim("", "configmaps", "", "*"),   // described by an admin's v1alpha1 selector entry
+		claim("", "events", "", "*"),       // ours, not described yet
+		claim("", "namespaces", "", "get"), // restricted admin claim: a v1alpha1 reader sees it in the overhang
+		claim("a.io", "things", "h", "*"),  // ours, with an identity
+		claim("z.io", "admins", "", "*"),   // not required: an admin's, never described by us
+		claim("core.kcp.io", "logicalclusters", "", "*"),
+	}
+	required := []Claim{{Resource: "configmaps"}, {Resource: "events"}, {Resource: "namespaces"}, {Group: "a.io", Resource: "things", IdentityHash: "h"}, {Group: "core.kcp.io", Resource: "logicalclusters"}}
+	admin := `[{"resource":"configmaps","resourceSelector":[{"namespace":"team"}]},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`
+
+	testcases := []struct {
+		name, current, want string
+		wantChanged         bool
+		wantErr             bool
+	}{
+		{
+			name:        "no annotation yet: every required all-verbs claim is described as all objects",
+			want:        `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+			wantChanged: true,
+		},
+		{
+			name:        "an admin's entries stay byte for byte, missing ones are appended",
+			current:     admin,
+			want:        `[{"resource":"configmaps","resourceSelector":[{"namespace":"team"}]},{"group":"core.kcp.io","resource":"logicalclusters","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"}]`,
+			wantChanged: true,
+		},
+		{
+			name:    "everything described: unchanged",
+			current: `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+			want:    `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+		},
+		{
+			name:        "an entry for another identity does not describe the claim",
+			current:     `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"other"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+			want:        `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"other"},{"group":"core.kcp.io","resource":"logicalclusters","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"}]`,
+			wantChanged: true,
+		},
+		{name: "not a list", current: `{"resource":"events"}`, wantErr: true},
+		{name: "not claims", current: `["events"]`, wantErr: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, changed, err := V1alpha1Claims(tc.current, claims, required)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %q", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || changed != tc.wantChanged {
+				t.Errorf("got %s (changed %v), want %s (changed %v)", got, changed, tc.want, tc.wantChanged)
+			}
+		})
+	}
+}

@@ -118,9 +118,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", o.EnableLeaderElection, "Elect a leader through the Lease syncagent.<agent-name> in --namespace.")
 	fs.StringVar(&o.KubeconfigHostOverride, "kubeconfig-host-override", o.KubeconfigHostOverride, "Replace the server URL of the service cluster kubeconfig.")
 	fs.StringVar(&o.KubeconfigCAFileOverride, "kubeconfig-ca-file-override", o.KubeconfigCAFileOverride, "Replace the CA of the service cluster kubeconfig with this file (inline CA data is dropped).")
-	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of the Prometheus /metrics listener; 0 disables it.")
-	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "Address of the /healthz and /readyz listener; empty disables it.")
-	fs.StringVar(&o.PprofAddress, "pprof-address", o.PprofAddress, "Address of the /debug/pprof listener; empty disables it.")
+	fs.StringVar(&o.MetricsAddress, "metrics-address", o.MetricsAddress, "Address of the Prometheus /metrics listener; 0 or empty disables it.")
+	fs.StringVar(&o.HealthAddress, "health-address", o.HealthAddress, "Address of the /healthz and /readyz listener; 0 or empty disables it.")
+	fs.StringVar(&o.PprofAddress, "pprof-address", o.PprofAddress, "Address of the /debug/pprof listener; 0 or empty disables it.")
 	fs.StringSliceVar(&o.DisabledControllers, "disabled-controllers", o.DisabledControllers, fmt.Sprintf("Controllers to disable (comma-separated, repeatable): %s.", strings.Join(KnownControllers, ", ")))
 	fs.BoolVar(&o.LogDebug, "log-debug", o.LogDebug, "Log at debug level.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
@@ -232,6 +232,15 @@ func (o *Options) IsControllerEnabled(name string) bool {
 }
 
 // MetricsEnabled reports whether the metrics listener is on.
-func (o *Options) MetricsEnabled() bool {
-	return o.MetricsAddress != "" && o.MetricsAddress != "0"
-}
+func (o *Options) MetricsEnabled() bool { return listenerEnabled(o.MetricsAddress) }
+
+// HealthEnabled reports whether the health listener is on.
+func (o *Options) HealthEnabled() bool { return listenerEnabled(o.HealthAddress) }
+
+// PprofEnabled reports whether the pprof listener is on.
+func (o *Options) PprofEnabled() bool { return listenerEnabled(o.PprofAddress) }
+
+// listenerEnabled reports whether a listener address turns the listener on:
+// as in controller-runtime, whose address flags the reference passes through,
+// "0" and the empty string mean "disabled".
+func listenerEnabled(addr string) bool { return addr != "" && addr != "0" }

@@ -4,7 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spf13/pflag"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func parse(t *testing.T, args ...string) *Options {
@@ -140,10 +144,97 @@ func TestOptions_Defaults(t *testing.T) {
 	if !o.MetricsEnabled() {
 		t.Error("metrics must be enabled by default")
 	}
-	if o := parse(t, "--metrics-address=0"); o.MetricsEnabled() {
-		t.Error("--metrics-address=0 must disable metrics")
+	if o.HealthEnabled() {
+		t.Error("the health listener must be off by default")
 	}
 	if o := parse(t, "--enable-leader-election=true"); !o.EnableLeaderElection {
 		t.Error("--enable-leader-election=true must enable leader election")
+	}
+}
+
+// TestOptions_ListenerAddresses covers the spellings with which reference
+// users turn the listeners off or on: controller-runtime, which the reference
+// hands both flags to, reads "0" and "" as "disabled".
+func TestOptions_ListenerAddresses(t *testing.T) {
+	testcases := []struct {
+		args                []string
+		wantHealth, wantMet bool
+	}{
+		{args: []string{"--health-address", "0", "--metrics-address", "0"}},
+		{args: []string{"--health-address=0", "--metrics-address=0"}},
+		{args: []string{"--health-address=", "--metrics-address="}},
+		{args: []string{"--health-address", "", "--metrics-address", ""}},
+		{args: []string{"--health-address", ":8081", "--metrics-address", ":8085"}, wantHealth: true, wantMet: true},
+		{args: []string{"--health-address=127.0.0.1:8081", "--metrics-address=0"}, wantHealth: true},
+		{args: []string{"--health-address=0", "--metrics-address=127.0.0.1:9090"}, wantMet: true},
+	}
+	base := []string{"--kcp-kubeconfig", "/kcp", "--namespace", "agent", "--apiexport-ref", "a"}
+	for _, tc := range testcases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := parse(t, append(base, tc.args...)...)
+			if _, err := o.Validate(); err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if o.HealthEnabled() != tc.wantHealth || o.MetricsEnabled() != tc.wantMet {
+				t.Errorf("health enabled = %v, metrics enabled = %v; want %v, %v", o.HealthEnabled(), o.MetricsEnabled(), tc.wantHealth, tc.wantMet)
+			}
+		})
+	}
+}
+
+// TestOptions_ReferenceCommandLines parses argument vectors as the
+// reference's harnesses and manifests pass them (space-separated values,
+// --apiexport-ref alone, no --agent-name, --log-format Console,
+// --enable-leader-election=false) and checks each value means the same.
+func TestOptions_ReferenceCommandLines(t *testing.T) {
+	o := parse(t,
+		"--kcp-kubeconfig", "/etc/kcp/kubeconfig",
+		"--kubeconfig", "/etc/cluster/kubeconfig",
+		"--namespace", "kcp-system",
+		"--apiexport-ref", "kcp.example.com",
+		"--published-resource-selector", "env in (prod, staging)",
+		"--enable-leader-election=false",
+		"--kubeconfig-host-override", "https://10.0.0.1:6443",
+		"--kubeconfig-ca-file-override", "/etc/ca.crt",
+		"--disabled-controllers", "apiexport",
+		"--disabled-controllers=apiresourceschema",
+		"--log-format", "Console",
+		"--log-debug",
+		"--health-address", "0",
+		"--metrics-address", "0",
+	)
+	warnings, err := o.Validate()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "not a DNS-1035 label") {
+		t.Errorf("warnings = %q, want the one about the dotted default agent name", warnings)
+	}
+	want := Options{
+		KubeconfigFile: "/etc/cluster/kubeconfig", KcpKubeconfigFile: "/etc/kcp/kubeconfig", Namespace: "kcp-system",
+		APIExportRef: "kcp.example.com", AgentName: "kcp.example.com-syncagent",
+		PublishedResourceSelectorString: "env in (prod, staging)",
+		KubeconfigHostOverride:          "https://10.0.0.1:6443", KubeconfigCAFileOverride: "/etc/ca.crt",
+		DisabledControllers: []string{"apiexport", "apiresourceschema"},
+		LogDebug:            true, LogFormat: "Console",
+		HealthAddress: "0", MetricsAddress: "0",
+	}
+	got := Options{
+		KubeconfigFile: o.KubeconfigFile, KcpKubeconfigFile: o.KcpKubeconfigFile, Namespace: o.Namespace,
+		APIExportRef: o.APIExportRef, AgentName: o.AgentName,
+		PublishedResourceSelectorString: o.PublishedResourceSelectorString,
+		KubeconfigHostOverride:          o.KubeconfigHostOverride, KubeconfigCAFileOverride: o.KubeconfigCAFileOverride,
+		DisabledControllers: o.DisabledControllers,
+		LogDebug:            o.LogDebug, LogFormat: o.LogFormat,
+		HealthAddress: o.HealthAddress, MetricsAddress: o.MetricsAddress,
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Options{})); diff != "" {
+		t.Errorf("parsed options differ (-want +got):\n%s", diff)
+	}
+	if o.EnableLeaderElection || o.HealthEnabled() || o.MetricsEnabled() || o.APIExportEndpointSliceRef != "" {
+		t.Errorf("leader election %v, health %v, metrics %v, slice ref %q: want all off", o.EnableLeaderElection, o.HealthEnabled(), o.MetricsEnabled(), o.APIExportEndpointSliceRef)
+	}
+	if !o.PublishedResourceSelector.Matches(labels.Set{"env": "prod"}) || o.PublishedResourceSelector.Matches(labels.Set{"env": "dev"}) {
+		t.Errorf("selector %v does not mean env in (prod, staging)", o.PublishedResourceSelector)
 	}
 }

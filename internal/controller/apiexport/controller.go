@@ -186,8 +186,12 @@ func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.P
 		resources, added, removed := export.MergeResources(exp.Spec.Resources, ready)
 		required := export.RequiredClaims(prs, ownGRs(resources, prs))
 		claims, addedClaims := export.MergeClaims(exp.Spec.PermissionClaims, required)
+		v1alpha1Claims, described, err := export.V1alpha1Claims(exp.Annotations[export.V1alpha1ClaimsAnnotation], claims, required)
+		if err != nil {
+			return err
+		}
 
-		if len(added) == 0 && len(removed) == 0 && len(addedClaims) == 0 &&
+		if len(added) == 0 && len(removed) == 0 && len(addedClaims) == 0 && !described &&
 			slices.EqualFunc(resources, exp.Spec.Resources, sameResource) && exp.Annotations[keys.AgentName] == r.AgentName {
 			return nil
 		}
@@ -197,6 +201,9 @@ func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.P
 			exp.Annotations = map[string]string{}
 		}
 		exp.Annotations[keys.AgentName] = r.AgentName
+		if described {
+			exp.Annotations[export.V1alpha1ClaimsAnnotation] = v1alpha1Claims
+		}
 		if err := r.kcpClient.Update(ctx, exp); err != nil {
 			return err
 		}
