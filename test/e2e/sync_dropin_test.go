@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,4 +86,64 @@ func TestSyncTakesOverFromReference(t *testing.T) {
 	if len(items) != 1 || items[0].GetUID() != local.GetUID() {
 		t.Errorf("local copies = %d; the existing copy must be kept, not re-created", len(items))
 	}
+}
+
+// TestSyncAdoptionKeepsLocalSpec: a local object that a service owner
+// created before the kcp object (no sync labels, a differing spec that names
+// service-side Secrets, an operator's label) is adopted as the reference
+// adopts: it gets the sync labels, its spec is kept, and from then on exactly
+// the fields that change in kcp arrive. docs/sync.md, "Adoption".
+func TestSyncAdoptionKeepsLocalSpec(t *testing.T) {
+	t.Parallel()
+	f, ws, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+			s.Naming = &syncagentv1alpha1.ResourceNaming{Namespace: "prepared", Name: "pre-{{ .Object.metadata.name }}"}
+		})}, 1)
+	ctx := t.Context()
+
+	f.Service.CreateNamespace(t, "prepared")
+	local := newObject(localThing, "prepared", "pre-db", map[string]any{"color": "green", "size": "S", "items": []any{"svc-secret-a", "svc-secret-b"}})
+	local.SetLabels(map[string]string{"team": "ops"})
+	framework.Must(t, f.Service.Client.Create(ctx, local), "pre-create the local object")
+
+	remote := newObject(kcpThing, "default", "db", map[string]any{"color": "blue", "size": "S"})
+	framework.Must(t, ws[0].Client.Create(ctx, remote), "create the kcp object")
+	framework.WaitFor(t, syncTimeout, "the adoption", func(ctx context.Context) (bool, error) {
+		if err := f.Service.Client.Get(ctx, types.NamespacedName{Namespace: "prepared", Name: "pre-db"}, local); err != nil {
+			return false, err
+		}
+		return local.GetLabels()["syncagent.kcp.io/remote-object-cluster"] == ws[0].ClusterName, nil
+	})
+	framework.WaitFor(t, syncTimeout, "ObjectPlaced on the kcp object", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, ws[0], "default", "db")["ObjectPlaced"], nil
+	})
+	// Give a wrong implementation time to overwrite: a few requeues pass.
+	time.Sleep(5 * time.Second)
+	framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Namespace: "prepared", Name: "pre-db"}, local), "get the local object")
+	want := map[string]any{"color": "green", "size": "S", "items": []any{"svc-secret-a", "svc-secret-b"}}
+	if diff := cmp.Diff(want, local.Object["spec"]); diff != "" {
+		t.Errorf("adoption changed the local spec (-want +got):\n%s", diff)
+	}
+	if local.GetLabels()["team"] != "ops" {
+		t.Errorf("the operator's label is gone: %v", local.GetLabels())
+	}
+
+	// A kcp change of one field arrives, and only that field.
+	framework.Must(t, ws[0].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "db"}, remote), "get the kcp object")
+	framework.Must(t, unstructured.SetNestedField(remote.Object, "L", "spec", "size"), "set size")
+	framework.Must(t, ws[0].Client.Update(ctx, remote), "update the kcp object")
+	framework.WaitFor(t, syncTimeout, "the kcp change in the local object", func(ctx context.Context) (bool, error) {
+		if err := f.Service.Client.Get(ctx, types.NamespacedName{Namespace: "prepared", Name: "pre-db"}, local); err != nil {
+			return false, err
+		}
+		size, _, _ := unstructured.NestedString(local.Object, "spec", "size")
+		return size == "L", nil
+	})
+	want["size"] = "L"
+	if diff := cmp.Diff(want, local.Object["spec"]); diff != "" {
+		t.Errorf("local spec after the kcp change (-want +got):\n%s", diff)
+	}
+	framework.WaitFor(t, syncTimeout, "ObjectSynced on the kcp object", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, ws[0], "default", "db")["ObjectSynced"], nil
+	})
 }

@@ -103,6 +103,9 @@ func TestSyncCollision(t *testing.T) {
 	framework.WaitFor(t, syncTimeout, "ObjectConflict in the second workspace", func(ctx context.Context) (bool, error) {
 		return namespacedEventReasons(ctx, ws[1], "default", "second")["ObjectConflict"], nil
 	})
+	framework.WaitFor(t, syncTimeout, "ReconcilingError on the PublishedResource", func(ctx context.Context) (bool, error) {
+		return eventReasons(ctx, f, "things")["ReconcilingError"], nil
+	})
 	framework.WaitFor(t, syncTimeout, "the conflicts metric", func(ctx context.Context) (bool, error) {
 		_, body, err := framework.Get(ctx, "http://"+agent.MetricsAddress+"/metrics")
 		return strings.Contains(body, `sync_agent_object_conflicts_total{published_resource="things"}`), err

@@ -142,6 +142,9 @@ func TestSyncRoundTrip(t *testing.T) {
 		color, _, _ := unstructured.NestedString(items[0].Object, "spec", "color")
 		return color == "red", nil
 	})
+	framework.WaitFor(t, syncTimeout, "ObjectSynced on the kcp object", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, consumer, "default", "my-thing")["ObjectSynced"], nil
+	})
 
 	// Deleting in kcp removes the copy, then the object.
 	framework.Must(t, consumer.Client.Delete(ctx, thing), "delete Thing")

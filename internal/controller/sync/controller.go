@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -162,6 +163,7 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 		resourceFilter:  resourceFilter,
 		namespaceFilter: namespaceFilter,
 		log:             mgr.GetLogger().WithName(ControllerName).WithValues("publishedresource", pr.Name),
+		prRecorder:      mgr.GetLocalManager().GetEventRecorderFor(ControllerName),
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -242,6 +244,8 @@ type reconciler struct {
 	namespaceFilter labels.Selector
 	syncer          *syncer.Syncer
 	log             logr.Logger
+	// prRecorder records Events on the PublishedResource (service cluster).
+	prRecorder record.EventRecorder
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
@@ -278,6 +282,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if r.pr.Spec.EnableWorkspacePaths {
 		if ws.Path, err = workspacePath(ctx, cl); err != nil {
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 			return reconcile.Result{}, err
 		}
 	}
@@ -295,8 +300,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 			// backoff, without an Event for the consumer.
 		case errors.Is(err, syncer.ErrConflict):
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 		default:
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The object could not be synchronized; the service provider has been notified.")
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 		}
 		return reconcile.Result{}, err
 	}
@@ -304,6 +311,24 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// failureMessage is the message of the ReconcilingError Event on the
+// PublishedResource: which object failed and the kind of failure (an API
+// status reason), never the error text, which can echo object content.
+func failureMessage(kind string, req mcreconcile.Request, err error) string {
+	cause := "an error; see the agent's log"
+	switch reason := apierrors.ReasonForError(err); {
+	case errors.Is(err, syncer.ErrConflict):
+		cause = "its local object belongs to someone else"
+	case reason != metav1.StatusReasonUnknown:
+		cause = "an API error: " + string(reason)
+	}
+	name := req.Name
+	if req.Namespace != "" {
+		name = req.Namespace + "/" + req.Name
+	}
+	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, name, req.ClusterName, cause)
 }
 
 // cachedReads is a client whose Get and List use a workspace cache.

@@ -189,7 +189,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	if local == nil {
 		return s.create(ctx, obj, p, key, desired)
 	}
-	res, err := s.updateSpec(ctx, local, p, desired)
+	res, err := s.updateSpec(ctx, obj, local, p, desired)
 	if err != nil || res.Writes > 0 {
 		return res, err
 	}
@@ -304,7 +304,7 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 
 	err := s.Service.Create(ctx, local)
 	if apierrors.IsAlreadyExists(err) {
-		return s.adopt(ctx, obj, p, key, res)
+		return s.adopt(ctx, obj, p, key, desired, res)
 	}
 	if err != nil {
 		return res, fmt.Errorf("failed to create the local copy: %w", err)
@@ -320,8 +320,11 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 }
 
 // adopt takes over an existing object with the computed name if it is
-// unowned or already ours (contract §6.4); otherwise it refuses.
-func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, res Result) (Result, error) {
+// unowned or already ours (contract §6.4); otherwise it refuses. As in the
+// reference, only the sync metadata is written: desired is recorded as the
+// last known state, so the object's spec is kept and from then on only what
+// changes in kcp is merged into it.
+func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured, res Result) (Result, error) {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(s.LocalGVK)
 	if err := s.Service.Get(ctx, key, existing); err != nil {
@@ -339,6 +342,10 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 	s.addSyncMetadata(existing, p.Remote)
 	if err := s.Service.Patch(ctx, existing, patch); err != nil {
 		return res, fmt.Errorf("failed to adopt the local object: %w", err)
+	}
+	res.Writes++
+	if err := s.State.Put(ctx, p, desired.Object); err != nil {
+		return res, err
 	}
 	res.Writes++
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "An existing object on the service cluster was adopted.")
@@ -364,8 +371,9 @@ func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name strin
 	return true, nil
 }
 
-// updateSpec brings the local copy in line with desired (contract §6.5).
-func (s *Syncer) updateSpec(ctx context.Context, local *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
+// updateSpec brings the local copy of obj in line with desired (contract
+// §6.5); a write is announced on obj with ObjectSynced.
+func (s *Syncer) updateSpec(ctx context.Context, obj, local *unstructured.Unstructured, p state.Primary, desired *unstructured.Unstructured) (Result, error) {
 	last, err := s.State.Get(ctx, p)
 	if err != nil {
 		return Result{}, err
@@ -409,6 +417,7 @@ func (s *Syncer) updateSpec(ctx context.Context, local *unstructured.Unstructure
 		}
 	}
 	if res.Writes > 0 {
+		s.Event(obj, corev1.EventTypeNormal, ReasonObjectSynced, "The object was updated on the service cluster.")
 		res.Requeue = true
 	}
 	return res, nil

@@ -202,6 +202,10 @@ func TestSyncer_threeWayMergeAndStatus(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"color": "red", "defaulted": "by-operator"}, e.localCopy(t).Object["spec"]); diff != "" {
 		t.Errorf("local spec (-want +got):\n%s", diff)
 	}
+	// The spec write is announced before the status (set above) goes up.
+	if diff := cmp.Diff([]string{ReasonObjectAccepted, ReasonObjectPlaced, ReasonObjectSynced, ReasonObjectStatusSynced}, e.events); diff != "" {
+		t.Errorf("events after a spec write (-want +got):\n%s", diff)
+	}
 	// status flows up
 	if _, err := e.converge(t, "default", "foo"); err != nil {
 		t.Fatal(err)
@@ -322,8 +326,27 @@ func TestSyncer_adoption(t *testing.T) {
 			if local.GetLabels()["syncagent.kcp.io/remote-object-cluster"] != cluster || local.GetLabels()["app"] != "x" {
 				t.Errorf("adopted labels = %v", local.GetLabels())
 			}
-			if local.Object["spec"].(map[string]any)["color"] != "blue" {
-				t.Errorf("adopted copy was not synced: %v", local.Object["spec"])
+			// Adoption keeps the object's spec (as the reference does) ...
+			if diff := cmp.Diff(map[string]any{"color": "green"}, local.Object["spec"]); diff != "" {
+				t.Errorf("adoption changed the local spec (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{ReasonObjectAccepted, ReasonObjectPlaced}, e.events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			// ... and from then on exactly what changes in kcp arrives.
+			remote := e.getRemote(t, "default", "foo")
+			remote.Object["spec"].(map[string]any)["size"] = "L"
+			if err := e.kcp.Update(context.Background(), remote); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.converge(t, "default", "foo"); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]any{"color": "green", "size": "L"}, e.localCopy(t).Object["spec"]); diff != "" {
+				t.Errorf("local spec after a kcp change (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]string{ReasonObjectAccepted, ReasonObjectPlaced, ReasonObjectSynced}, e.events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -1,0 +1,54 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
+)
+
+func TestFailureMessage(t *testing.T) {
+	req := func(namespace, name string) mcreconcile.Request {
+		return mcreconcile.Request{ClusterName: "1x2y", Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}}
+	}
+	secretText := "token=s3cr3t"
+	testcases := []struct {
+		name string
+		req  mcreconcile.Request
+		err  error
+		want string
+	}{
+		{
+			name: "an API error names its reason, not its message",
+			req:  req("default", "db"),
+			err:  fmt.Errorf("failed to patch the local copy: %w", apierrors.NewInvalid(schema.GroupKind{Kind: "Thing"}, "db", nil)),
+			want: "Synchronizing Thing default/db in workspace 1x2y failed with an API error: Invalid.",
+		},
+		{
+			name: "a refused adoption",
+			req:  req("default", "db"),
+			err:  fmt.Errorf("%w: Thing x/y", syncer.ErrConflict),
+			want: "Synchronizing Thing default/db in workspace 1x2y failed with its local object belongs to someone else.",
+		},
+		{
+			name: "any other error points to the log and never shows its text",
+			req:  req("", "cluster-wide"),
+			err:  errors.New("template failed on " + secretText),
+			want: "Synchronizing Thing cluster-wide in workspace 1x2y failed with an error; see the agent's log.",
+		},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := failureMessage("Thing", tc.req, tc.err); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
