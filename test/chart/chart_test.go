@@ -555,7 +555,7 @@ func TestSchema_rejectsBadValues(t *testing.T) {
 		{"unknown controller", map[string]any{"disabledControllers": []any{"syncer"}}, "disabledControllers"},
 		{"agent name not DNS-1035", map[string]any{"agentName": "My_Agent"}, "agentName"},
 		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, "port"},
-		{"extra flag without dashes", map[string]any{"extraFlags": []any{"log-debug"}}, "extraFlags"},
+		{"extra flags as a string", map[string]any{"extraFlags": "--log-debug"}, "extraFlags"},
 		{"extra rule without verbs", map[string]any{"rbac": map[string]any{"extraRules": []any{map[string]any{"apiGroups": []any{"x"}, "resources": []any{"y"}}}}}, "verbs"},
 		{"labels must be strings", map[string]any{"extraLabels": map[string]any{"n": 1}}, "extraLabels"},
 		{"bad pull policy", map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, "pullPolicy"},

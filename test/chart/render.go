@@ -7,6 +7,7 @@ package chart
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -39,18 +40,9 @@ var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 // with the given values (merged over values.yaml and validated against
 // values.schema.json) and returns the objects in template order.
 func Render(name, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	ch, err := loader.Load(Dir())
+	files, err := renderFiles(name, namespace, values)
 	if err != nil {
-		return nil, fmt.Errorf("failed to load the chart: %w", err)
-	}
-	opts := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities.Copy())
-	if err != nil {
-		return nil, fmt.Errorf("failed to compute the values: %w", err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		return nil, fmt.Errorf("failed to render the chart: %w", err)
+		return nil, err
 	}
 
 	names := make([]string, 0, len(files))
@@ -79,6 +71,39 @@ func Render(name, namespace string, values map[string]any) ([]*unstructured.Unst
 		}
 	}
 	return objs, nil
+}
+
+// Notes renders the chart like Render and returns the text of NOTES.txt,
+// which helm prints after an install.
+func Notes(name, namespace string, values map[string]any) (string, error) {
+	files, err := renderFiles(name, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	for n, text := range files {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			return text, nil
+		}
+	}
+	return "", errors.New("the chart has no NOTES.txt")
+}
+
+// renderFiles renders every template of the chart, by file name.
+func renderFiles(name, namespace string, values map[string]any) (map[string]string, error) {
+	ch, err := loader.Load(Dir())
+	if err != nil {
+		return nil, fmt.Errorf("failed to load the chart: %w", err)
+	}
+	opts := chartutil.ReleaseOptions{Name: name, Namespace: namespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(ch, values, opts, chartutil.DefaultCapabilities.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("failed to compute the values: %w", err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("failed to render the chart: %w", err)
+	}
+	return files, nil
 }
 
 // Find returns the rendered object of the given kind and name, or nil.

@@ -106,3 +106,59 @@ annotations:
 {{- fail "either apiExportEndpointSliceName or apiExportName must be set" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The value an extraFlags entry gives a flag (the last one wins, as in the
+agent), in both spellings: "--flag=value" and "--flag", "value". Prefixed
+with "=" so that an empty value differs from "not set" (the empty string).
+Takes (list "--flag" .).
+*/}}
+{{- define "api-syncagent.extraFlagValue" -}}
+{{- $flag := index . 0 -}}
+{{- $flags := (index . 1).Values.extraFlags | default list -}}
+{{- $found := "" -}}
+{{- range $i, $f := $flags -}}
+{{- $f = toString $f -}}
+{{- if hasPrefix (printf "%s=" $flag) $f -}}
+{{- $found = printf "=%s" (trimPrefix (printf "%s=" $flag) $f) -}}
+{{- else if and (eq $f $flag) (lt (add1 $i) (len $flags)) -}}
+{{- $found = printf "=%s" (toString (index $flags (add1 $i))) -}}
+{{- end -}}
+{{- end -}}
+{{- $found -}}
+{{- end -}}
+
+{{/*
+The port of a listener (health or metrics) after extraFlags: the chart's
+port, the port an extraFlags entry moves it to ("--metrics-address=:9090",
+as reference values files set it), or "off" when the listener is off (the
+chart's switch, or an entry "0" or ""). An address that the probes or the
+metrics Service cannot reach (a host other than 0.0.0.0 or [::]) fails the
+render. Takes (list "--flag" enabled port .).
+*/}}
+{{- define "api-syncagent.listenerPort" -}}
+{{- $flag := index . 0 -}}
+{{- $value := include "api-syncagent.extraFlagValue" (list $flag (index . 3)) -}}
+{{- if not $value -}}
+{{- ternary (index . 2 | toString) "off" (index . 1) -}}
+{{- else -}}
+{{- $addr := trimPrefix "=" $value -}}
+{{- if or (eq $addr "") (eq $addr "0") -}}
+off
+{{- else if regexMatch "^(0\\.0\\.0\\.0|\\[::\\])?:[0-9]+$" $addr -}}
+{{- regexReplaceAll "^.*:" $addr "" -}}
+{{- else -}}
+{{- fail (printf "extraFlags sets %s=%s, which the kubelet's probes and the metrics Service cannot reach from outside the Pod: use an address without a host (for example :8085), or 0 to turn the listener off" $flag $addr) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The health listener's port, or "off". */}}
+{{- define "api-syncagent.healthPort" -}}
+{{- include "api-syncagent.listenerPort" (list "--health-address" true .Values.health.port .) -}}
+{{- end -}}
+
+{{/* The metrics listener's port, or "off". */}}
+{{- define "api-syncagent.metricsPort" -}}
+{{- include "api-syncagent.listenerPort" (list "--metrics-address" .Values.metrics.enabled .Values.metrics.port .) -}}
+{{- end -}}
