@@ -50,10 +50,16 @@ test: verify test-unit test-e2e ## Everything CI runs: verify, unit and e2e test
 test-unit: ## Unit tests (with the race detector).
 	go test -race -count=1 $(UNIT_PKGS)
 
+# refschema (hack/refschema, a test-only module with kcp's crdpuller) computes
+# the reference agent's schemas of built-in types; the e2e suite compares.
+.PHONY: refschema
+refschema:
+	CGO_ENABLED=0 go -C hack/refschema build -trimpath -o $(CURDIR)/$(BIN_DIR)/refschema .
+
 .PHONY: test-e2e
-test-e2e: testbed build ## e2e tests against real kcp and kube-apiserver (E2E_RUN=regex to select).
+test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserver (E2E_RUN=regex to select).
 	mkdir -p $(ARTIFACTS)
-	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent ARTIFACTS=$(ARTIFACTS) \
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
 		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|agent log'
 
 # The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, BASELINE_AGENT,
@@ -64,6 +70,10 @@ bench: testbed build ## Benchmark the agent on the test bed (W=10 N=2000 P=8; BA
 	CGO_ENABLED=0 go build -o $(BIN_DIR)/bench ./test/bench
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent ARTIFACTS=$(ARTIFACTS) \
 		$(BIN_DIR)/bench $(BENCH_ARGS)
+
+.PHONY: golden-schemas
+golden-schemas: ## Regenerate internal/discovery's golden schemas of built-in types from the test bed's kube-apiserver (kcp's crdpuller).
+	$(MAKE) --no-print-directory test-e2e E2E_RUN=TestBuiltinSchemasMatchReference UPDATE_GOLDEN=$(CURDIR)/internal/discovery/testdata/reference
 
 .PHONY: codegen
 codegen: ## Regenerate deepcopy code and CRDs (and the Helm chart's copy of the CRDs).

@@ -50,7 +50,7 @@ func (r *Resolver) ResourceInfo(gvr schema.GroupVersionResource) (TypeInfo, erro
 	defer r.mu.Unlock()
 	info, err := ResourceInfo(r.disco, gvr)
 	if err != nil {
-		r.disco.Invalidate()
+		r.invalidate()
 	}
 	return info, err
 }

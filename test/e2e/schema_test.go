@@ -164,7 +164,7 @@ func TestSchemaFullProjection(t *testing.T) {
 }
 
 // TestSchemaBuiltinType publishes the built-in Role type under another
-// group; its schema comes from the OpenAPI v3 document.
+// group; its schema comes from the OpenAPI v2 models, as in the reference.
 func TestSchemaBuiltinType(t *testing.T) {
 	t.Parallel()
 	f := framework.NewFixture(t, testKcp)

@@ -1,0 +1,140 @@
+package discovery
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+	"github.com/google/go-cmp/cmp"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/util/proto"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// referenceDir holds what hack/refschema computed with kcp's crdpuller
+// against the test bed's kube-apiserver: the inputs (discovery, OpenAPI v2)
+// and the reference's CRD and schema name of each built-in kind. `make
+// golden-schemas` regenerates it; the e2e test TestBuiltinSchemasMatchReference
+// checks that it is current and that the agent publishes these names.
+const referenceDir = "testdata/reference"
+
+// referenceGroup is the group names.json was computed for.
+const referenceGroup = "golden.example.com"
+
+type referenceInputs struct {
+	GroupsAndResources []*metav1.APIResourceList `json:"groupsAndResources"`
+	PreferredResources []*metav1.APIResourceList `json:"preferredResources"`
+	models             map[schema.GroupVersionKind]proto.Schema
+}
+
+func loadReferenceInputs(t *testing.T) *referenceInputs {
+	t.Helper()
+	in := &referenceInputs{}
+	readJSON(t, filepath.Join(referenceDir, "discovery.json"), in)
+	raw, err := os.ReadFile(filepath.Join(referenceDir, "openapi-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi_v2.ParseDocument(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, err := proto.NewOpenAPIData(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.models = modelsByGVK(models)
+	return in
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestBuiltinCRD_matchesReference builds every golden kind from the golden
+// inputs and compares with the reference's CRD, then projects it as the
+// agent does and compares the schema name with the reference's.
+func TestBuiltinCRD_matchesReference(t *testing.T) {
+	in := loadReferenceInputs(t)
+	names := map[string]string{}
+	readJSON(t, filepath.Join(referenceDir, "names.json"), &names)
+	if len(names) < 4 {
+		t.Fatalf("names.json lists %d kinds, want at least ConfigMap, Secret, Role and Deployment", len(names))
+	}
+	for id, wantName := range names {
+		t.Run(id, func(t *testing.T) {
+			kind, group, _ := strings.Cut(id, ".")
+			if group == "core" {
+				group = ""
+			}
+			want := &apiextensionsv1.CustomResourceDefinition{}
+			readJSON(t, filepath.Join(referenceDir, id+".json"), want)
+
+			got, err := builtinCRD(schema.GroupKind{Group: group, Kind: kind}, in.GroupsAndResources, in.PreferredResources, in.models)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Spec, got.Spec); diff != "" {
+				t.Errorf("spec differs from the reference (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Name, got.Name); diff != "" {
+				t.Errorf("name differs from the reference (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(want.Annotations, got.Annotations); diff != "" {
+				t.Errorf("annotations differ from the reference (-want +got):\n%s", diff)
+			}
+
+			pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{
+				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: group, Kind: kind},
+				Projection: &syncagentv1alpha1.ResourceProjection{Group: referenceGroup},
+			}}
+			projected, err := projection.Project(got, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, err := projection.SchemaName(projected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != wantName {
+				t.Errorf("schema name %s, the reference's is %s", name, wantName)
+			}
+		})
+	}
+}
+
+// TestBuiltinCRD_notServed: a kind that discovery does not list is a
+// NotFoundError; a kind without an OpenAPI model or preferred version is an
+// error that says so.
+func TestBuiltinCRD_notServed(t *testing.T) {
+	in := loadReferenceInputs(t)
+	_, err := builtinCRD(schema.GroupKind{Group: "apps", Kind: "Nothing"}, in.GroupsAndResources, in.PreferredResources, in.models)
+	var nf *NotFoundError
+	if !errors.As(err, &nf) {
+		t.Errorf("err = %v, want a NotFoundError", err)
+	}
+	_, err = builtinCRD(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.GroupsAndResources, nil, in.models)
+	if err == nil || !strings.Contains(err.Error(), "storage version") {
+		t.Errorf("err = %v, want one about the storage version", err)
+	}
+	_, err = builtinCRD(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.GroupsAndResources, in.PreferredResources, nil)
+	if err == nil || !strings.Contains(err.Error(), "no model for apps/v1, Kind=Deployment") {
+		t.Errorf("err = %v, want one about the missing model", err)
+	}
+}
