@@ -58,10 +58,7 @@ func TestChart(t *testing.T) {
 	// The kcp kubeconfig Secret, created by the admin (docs/getting-started.md).
 	kcpKubeconfig, err := os.ReadFile(f.KcpKubeconfig)
 	framework.Must(t, err, "read the kcp kubeconfig")
-	framework.Must(t, svc.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: framework.AgentNamespace, Name: "kcp-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": kcpKubeconfig},
-	}), "create the kcp kubeconfig Secret")
+	framework.Must(t, svc.Client.Create(ctx, kubeconfigSecret(kcpKubeconfig)), "create the kcp kubeconfig Secret")
 
 	healthPort, err := framework.FreePort()
 	framework.Must(t, err, "find a port")
@@ -305,7 +302,7 @@ func startAsDeployment(t *testing.T, svc *framework.ServiceCluster, objs []*unst
 	// Arguments: $(VAR) expanded, then the node stand-ins.
 	a := &deploymentAgent{container: c}
 	var args []string
-	for _, arg := range c.Args {
+	for _, arg := range joinListenerValues(c.Args) {
 		arg = expand(arg, env)
 		name, value, _ := strings.Cut(arg, "=")
 		for _, m := range mounts {
@@ -347,6 +344,22 @@ func startAsDeployment(t *testing.T, svc *framework.ServiceCluster, objs []*unst
 	a.HealthAddress = listenAddress(args, "--health-address")
 	a.MetricsAddress = listenAddress(args, "--metrics-address")
 	return a
+}
+
+// joinListenerValues turns "--health-address", ":8081" (flag and value as
+// separate arguments, as extraFlags may pass them) into
+// "--health-address=:8081", so that the listeners can be moved to 127.0.0.1.
+func joinListenerValues(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if (args[i] == "--health-address" || args[i] == "--metrics-address") && i+1 < len(args) {
+			out = append(out, args[i]+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 var envReference = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)

@@ -25,15 +25,7 @@ func TestOldPublishedResourceCRD(t *testing.T) {
 	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()
 
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Name: "publishedresources.syncagent.kcp.io"}, crd), "get PublishedResource CRD")
-	status := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
-	delete(status.Properties, "conditions")
-	delete(status.Properties, "observedGeneration")
-	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = status
-	crd.Spec.Versions[0].AdditionalPrinterColumns = nil
-	framework.Must(t, f.Service.Client.Update(ctx, crd), "downgrade the PublishedResource CRD")
-
+	installReferenceCRD(t, f.Service)
 	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
 	framework.Must(t, f.Service.Client.Create(ctx, publishedResource("things", "example.com", "Thing", func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
@@ -60,4 +52,19 @@ func TestOldPublishedResourceCRD(t *testing.T) {
 	if n := strings.Count(agent.Logs(), "has no status.conditions"); n != 1 {
 		t.Errorf("the upgrade hint was logged %d times, want once", n)
 	}
+}
+
+// installReferenceCRD turns the service cluster's PublishedResource CRD into
+// the reference's: no status.conditions, no status.observedGeneration, no
+// printer columns.
+func installReferenceCRD(t *testing.T, svc *framework.ServiceCluster) {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	framework.Must(t, svc.Client.Get(t.Context(), types.NamespacedName{Name: "publishedresources.syncagent.kcp.io"}, crd), "get PublishedResource CRD")
+	status := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"]
+	delete(status.Properties, "conditions")
+	delete(status.Properties, "observedGeneration")
+	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"] = status
+	crd.Spec.Versions[0].AdditionalPrinterColumns = nil
+	framework.Must(t, svc.Client.Update(t.Context(), crd), "downgrade the PublishedResource CRD")
 }

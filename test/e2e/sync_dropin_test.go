@@ -32,32 +32,8 @@ func TestSyncTakesOverFromReference(t *testing.T) {
 		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
 	ctx := t.Context()
 	agent.Stop(30 * time.Second)
+	remote, local := referenceLeftovers(t, f.Service, ws[0], "migrated")
 	cluster := ws[0].ClusterName
-
-	// What the reference left behind.
-	remote := newObject(kcpThing, "default", "migrated", map[string]any{"color": "blue"})
-	remote.SetFinalizers([]string{"syncagent.kcp.io/cleanup"})
-	framework.Must(t, ws[0].Client.Create(ctx, remote), "create the kcp object")
-
-	r := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "migrated"}
-	referenceLabels := r.Labels("ignored")
-	delete(referenceLabels, "syncagent.kcp.io/agent-name")
-	f.Service.CreateNamespace(t, cluster)
-	local := newObject(localThing, cluster, sha3short("default")+"-"+sha3short("migrated"), map[string]any{"color": "blue", "v1": "by-operator"})
-	local.SetLabels(referenceLabels)
-	local.SetAnnotations(r.Annotations())
-	framework.Must(t, f.Service.Client.Create(ctx, local), "create the local copy")
-
-	p := state.Primary{Remote: r, APIVersion: "kcp.example.com/v1", Kind: "Thing"}
-	stateLabels := map[string]string{"syncagent.kcp.io/object-state": "true"}
-	for k, v := range referenceLabels {
-		stateLabels[k] = v
-	}
-	framework.Must(t, f.Service.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: framework.AgentNamespace, Name: state.SecretName(p), Labels: stateLabels},
-		Data: map[string][]byte{state.LegacyKey(cluster, "default", "migrated"): []byte(
-			`{"apiVersion":"kcp.example.com/v1","kind":"Thing","metadata":{"creationTimestamp":null,"name":"migrated","namespace":"default"},"spec":{"color":"blue"}}`)},
-	}), "create the reference's state Secret")
 
 	framework.StartAgent(t, f.AgentArgs()...).WaitReady(t, agentReadyTimeout)
 	framework.Must(t, ws[0].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "migrated"}, remote), "get the kcp object")
@@ -146,4 +122,39 @@ func TestSyncAdoptionKeepsLocalSpec(t *testing.T) {
 	framework.WaitFor(t, syncTimeout, "ObjectSynced on the kcp object", func(ctx context.Context) (bool, error) {
 		return namespacedEventReasons(ctx, ws[0], "default", "db")["ObjectSynced"], nil
 	})
+}
+
+// referenceLeftovers creates what the reference agent leaves behind for one
+// synced Thing: the kcp object with the reference's finalizer, its local
+// copy without our agent label but with a field only the service side set
+// (spec.v1, in framework.TestCRD's schema), and the reference's state
+// Secret, which knows spec.color only.
+func referenceLeftovers(t *testing.T, svc *framework.ServiceCluster, ws *framework.Workspace, name string) (remote, local *unstructured.Unstructured) {
+	t.Helper()
+	ctx := t.Context()
+	cluster := ws.ClusterName
+	remote = newObject(kcpThing, "default", name, map[string]any{"color": "blue"})
+	remote.SetFinalizers([]string{"syncagent.kcp.io/cleanup"})
+	framework.Must(t, ws.Client.Create(ctx, remote), "create the kcp object")
+
+	r := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: name}
+	referenceLabels := r.Labels("ignored")
+	delete(referenceLabels, "syncagent.kcp.io/agent-name")
+	svc.CreateNamespace(t, cluster)
+	local = newObject(localThing, cluster, sha3short("default")+"-"+sha3short(name), map[string]any{"color": "blue", "v1": "by-operator"})
+	local.SetLabels(referenceLabels)
+	local.SetAnnotations(r.Annotations())
+	framework.Must(t, svc.Client.Create(ctx, local), "create the local copy")
+
+	p := state.Primary{Remote: r, APIVersion: "kcp.example.com/v1", Kind: "Thing"}
+	stateLabels := map[string]string{"syncagent.kcp.io/object-state": "true"}
+	for k, v := range referenceLabels {
+		stateLabels[k] = v
+	}
+	framework.Must(t, svc.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: framework.AgentNamespace, Name: state.SecretName(p), Labels: stateLabels},
+		Data: map[string][]byte{state.LegacyKey(cluster, "default", name): []byte(
+			`{"apiVersion":"kcp.example.com/v1","kind":"Thing","metadata":{"creationTimestamp":null,"name":"` + name + `","namespace":"default"},"spec":{"color":"blue"}}`)},
+	}), "create the reference's state Secret")
+	return remote, local
 }
