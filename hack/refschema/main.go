@@ -240,7 +240,9 @@ func refs(def json.RawMessage) []string {
 }
 
 // referenceCRD builds a built-in type's CRD as the reference agent does
-// (its discovery client's OpenAPI path).
+// (its discovery client's OpenAPI path). It repeats what
+// internal/discovery's builtinCRD does on purpose: the golden files are a
+// second, independent reading of the reference, with kcp's own converter.
 func referenceCRD(gk schema.GroupKind, snap discoverySnapshot, byGVK openapi.ModelsByGKV) (*apiextensionsv1.CustomResourceDefinition, error) {
 	var resource *metav1.APIResource
 	versions := sets.New[string]()

@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,15 +157,7 @@ func TestReferenceHarness(t *testing.T) {
 	thing := newObject(kcpThing, "default", "db", map[string]any{"color": "blue", "settings": "db-settings"})
 	framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing in kcp")
 
-	var local unstructured.Unstructured
-	framework.WaitFor(t, syncTimeout, "the local copy", func(ctx context.Context) (bool, error) {
-		items, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
-		if err != nil || len(items) != 1 {
-			return false, err
-		}
-		local = items[0]
-		return true, nil
-	})
+	local := waitOnlyCopy(t, f.Service.Client, consumer.ClusterName)
 	if got := local.GetLabels()["syncagent.kcp.io/agent-name"]; got != f.Export.Name+"-syncagent" {
 		t.Errorf("agent label = %q, want the default <apiexport-ref>-syncagent", got)
 	}
@@ -176,15 +167,7 @@ func TestReferenceHarness(t *testing.T) {
 		return err == nil && localSettings.Data["size"] == "small", ctrlruntimeclient.IgnoreNotFound(err)
 	})
 
-	framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set status")
-	framework.Must(t, f.Service.Client.Status().Update(ctx, &local), "update local status")
-	framework.WaitFor(t, syncTimeout, "the status in kcp", func(ctx context.Context) (bool, error) {
-		if err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "db"}, thing); err != nil {
-			return false, err
-		}
-		phase, _, _ := unstructured.NestedString(thing.Object, "status", "phase")
-		return phase == "Ready", nil
-	})
+	reportStatus(t, f.Service.Client, &local, consumer, thing)
 
 	// Delete: the copy, the related copy and the finalizers go.
 	framework.Must(t, consumer.Client.Delete(ctx, thing), "delete Thing")

@@ -100,15 +100,7 @@ func TestSyncRoundTrip(t *testing.T) {
 	thing := newObject(kcpThing, "default", "my-thing", map[string]any{"color": "blue"})
 	framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing in kcp")
 
-	var local unstructured.Unstructured
-	framework.WaitFor(t, syncTimeout, "the local copy", func(ctx context.Context) (bool, error) {
-		items, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
-		if err != nil || len(items) != 1 {
-			return false, err
-		}
-		local = items[0]
-		return true, nil
-	})
+	local := waitOnlyCopy(t, f.Service.Client, consumer.ClusterName)
 	if local.GetNamespace() != consumer.ClusterName {
 		t.Errorf("local copy in namespace %q, want the cluster name %q", local.GetNamespace(), consumer.ClusterName)
 	}
@@ -121,15 +113,7 @@ func TestSyncRoundTrip(t *testing.T) {
 	}
 
 	// Status set on the service side appears in kcp.
-	framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set status")
-	framework.Must(t, f.Service.Client.Status().Update(ctx, &local), "update local status")
-	framework.WaitFor(t, syncTimeout, "the status in kcp", func(ctx context.Context) (bool, error) {
-		if err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing); err != nil {
-			return false, err
-		}
-		phase, _, _ := unstructured.NestedString(thing.Object, "status", "phase")
-		return phase == "Ready", nil
-	})
+	reportStatus(t, f.Service.Client, &local, consumer, thing)
 
 	// A spec change in kcp reaches the copy.
 	framework.Must(t, unstructured.SetNestedField(thing.Object, "red", "spec", "color"), "set color")
@@ -155,6 +139,37 @@ func TestSyncRoundTrip(t *testing.T) {
 		}
 		err = consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing)
 		return ctrlruntimeclient.IgnoreNotFound(err) == nil && err != nil, nil
+	})
+}
+
+// waitOnlyCopy waits until the objects of one workspace have exactly one
+// local copy and returns it.
+func waitOnlyCopy(t *testing.T, c ctrlruntimeclient.Client, cluster string) unstructured.Unstructured {
+	t.Helper()
+	var local unstructured.Unstructured
+	framework.WaitFor(t, syncTimeout, "the local copy", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, c, cluster)
+		if err != nil || len(items) != 1 {
+			return false, err
+		}
+		local = items[0]
+		return true, nil
+	})
+	return local
+}
+
+// reportStatus sets status.phase Ready on the local copy, as the service
+// would, and waits until the kcp object (updated in place) shows it.
+func reportStatus(t *testing.T, svc ctrlruntimeclient.Client, local *unstructured.Unstructured, ws *framework.Workspace, remote *unstructured.Unstructured) {
+	t.Helper()
+	framework.Must(t, unstructured.SetNestedField(local.Object, "Ready", "status", "phase"), "set status")
+	framework.Must(t, svc.Status().Update(t.Context(), local), "update local status")
+	framework.WaitFor(t, syncTimeout, "the status in kcp", func(ctx context.Context) (bool, error) {
+		if err := ws.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(remote), remote); err != nil {
+			return false, err
+		}
+		phase, _, _ := unstructured.NestedString(remote.Object, "status", "phase")
+		return phase == "Ready", nil
 	})
 }
 
