@@ -53,6 +53,12 @@ func main() {
 	for _, w := range warnings {
 		log.Info("Warning: " + w)
 	}
+	// Arguments that are no flags are ignored, as by the reference; the
+	// usual cause is a boolean flag with its value as a separate argument
+	// ("--enable-leader-election false"), which leaves the flag on.
+	for _, arg := range fs.Args() {
+		log.Info(fmt.Sprintf("Warning: ignoring argument %q, which is no flag; a boolean flag takes its value as --flag=false", arg))
+	}
 
 	if err := app.Run(ctrl.SetupSignalHandler(), log, o); err != nil {
 		log.Error(err, "Agent failed")

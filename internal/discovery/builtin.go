@@ -42,11 +42,8 @@ func findKind(lists []*metav1.APIResourceList, gk schema.GroupKind) (*kindResour
 	subresources := map[string]sets.Set[string]{}
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			return nil, fmt.Errorf("invalid group version %q in discovery: %w", list.GroupVersion, err)
-		}
-		if gv.Group != gk.Group {
-			continue
+		if err != nil || gv.Group != gk.Group {
+			continue // (an unparseable group version is no group of ours)
 		}
 		for _, res := range list.APIResources {
 			if res.Kind != gk.Kind {
@@ -125,7 +122,7 @@ func builtinCRD(gk schema.GroupKind, lists, preferred []*metav1.APIResourceList,
 	for _, v := range versions {
 		model := models[gk.WithVersion(v)]
 		if model == nil {
-			return nil, fmt.Errorf("the service cluster's OpenAPI v2 document has no model for %s", gk.WithVersion(v))
+			return nil, &missingModelError{gvk: gk.WithVersion(v)}
 		}
 		props, err := convertModel(model)
 		if err != nil {
@@ -149,6 +146,14 @@ func builtinCRD(gk schema.GroupKind, lists, preferred []*metav1.APIResourceList,
 		crd.Annotations = map[string]string{AnnotationAPIApproved: apiApprovedValue}
 	}
 	return crd, nil
+}
+
+// missingModelError means the OpenAPI v2 document has no model for a
+// version that discovery lists.
+type missingModelError struct{ gvk schema.GroupVersionKind }
+
+func (e *missingModelError) Error() string {
+	return fmt.Sprintf("the service cluster's OpenAPI v2 document has no model for %s", e.gvk)
 }
 
 // crdName is the name a CRD of the resource would have ("core" for the

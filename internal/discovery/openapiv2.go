@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -241,7 +242,7 @@ func (c *modelConverter) VisitPrimitive(p *proto.Primitive) {
 
 func (c *modelConverter) VisitKind(k *proto.Kind) {
 	c.describe(k)
-	c.out.Required = k.RequiredFields
+	c.out.Required = slices.Clone(k.RequiredFields) // the models are cached and shared
 	c.out.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 	c.out.Type = "object"
 	for name, field := range k.Fields {
@@ -254,24 +255,25 @@ func (c *modelConverter) VisitKind(k *proto.Kind) {
 		}
 		c.out.Properties[name] = props
 	}
-	for name, ext := range k.Extensions {
-		switch name {
-		case "x-kubernetes-patch-merge-key":
-			c.out.XListMapKeys = []string{str(ext)}
-		case "x-kubernetes-list-map-keys":
-			c.out.XListMapKeys = nil
-			switch keys := ext.(type) {
-			case []string:
-				c.out.XListMapKeys = keys
-			case []any:
-				for _, key := range keys {
-					c.out.XListMapKeys = append(c.out.XListMapKeys, str(key))
-				}
+	// (In a fixed order, so that a kind with both key extensions converts
+	// the same way every time: the list-map-keys win.)
+	if ext, ok := k.Extensions["x-kubernetes-patch-merge-key"]; ok {
+		c.out.XListMapKeys = []string{str(ext)}
+	}
+	if ext, ok := k.Extensions["x-kubernetes-list-map-keys"]; ok {
+		c.out.XListMapKeys = nil
+		switch keys := ext.(type) {
+		case []string:
+			c.out.XListMapKeys = slices.Clone(keys)
+		case []any:
+			for _, key := range keys {
+				c.out.XListMapKeys = append(c.out.XListMapKeys, str(key))
 			}
-		case "x-kubernetes-list-type":
-			listType := str(ext)
-			c.out.XListType = &listType
 		}
+	}
+	if ext, ok := k.Extensions["x-kubernetes-list-type"]; ok {
+		listType := str(ext)
+		c.out.XListType = &listType
 	}
 }
 

@@ -7,8 +7,10 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,8 +40,10 @@ type Resolver struct {
 	mu    sync.Mutex
 	disco discovery.CachedDiscoveryInterface
 	crds  ctrlruntimeclient.Reader
-	// models are the parsed OpenAPI v2 models (nil until needed).
-	models map[schema.GroupVersionKind]proto.Schema
+	// models are the parsed OpenAPI v2 models (nil until needed), fetched
+	// at modelsFetched.
+	models        map[schema.GroupVersionKind]proto.Schema
+	modelsFetched time.Time
 }
 
 // NewResolver returns a Resolver with a memory-cached discovery client for
@@ -56,13 +60,7 @@ func NewResolver(cfg *rest.Config, crds ctrlruntimeclient.Reader) (*Resolver, er
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.invalidate()
-}
-
-// invalidate drops the cached discovery information and models; r.mu is held.
-func (r *Resolver) invalidate() {
 	r.disco.Invalidate()
-	r.models = nil
 }
 
 // Resolve returns the source CRD of gk. The result is owned by the caller.
@@ -79,7 +77,7 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	// hide our kind; then the kind is reported as not found.
 	kr, err := findKind(lists, gk)
 	if err != nil {
-		r.invalidate() // it may appear soon; do not keep a stale answer
+		r.disco.Invalidate() // it may appear soon; do not keep a stale answer
 		return nil, err
 	}
 
@@ -97,17 +95,34 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	if err != nil && len(preferred) == 0 {
 		return nil, fmt.Errorf("failed to discover the service cluster's preferred versions: %w", err)
 	}
-	models, err := r.openAPIModels()
+	models, err := r.openAPIModels(false)
 	if err != nil {
 		return nil, err
 	}
-	return builtinCRD(gk, lists, preferred, models)
+	built, err := builtinCRD(gk, lists, preferred, models)
+	if missing := (*missingModelError)(nil); errors.As(err, &missing) {
+		// A type that is newer than the cached models (an aggregated API
+		// that came up later): fetch them once more.
+		if models, err = r.openAPIModels(true); err != nil {
+			return nil, err
+		}
+		built, err = builtinCRD(gk, lists, preferred, models)
+	}
+	return built, err
 }
 
+// openAPIModelsTTL is how long the parsed OpenAPI v2 models are reused. The
+// document holds every type of the service cluster and is large; the models
+// of built-in types change only when the cluster is upgraded, and a missing
+// model is fetched at once, so they are not refreshed with discovery (which
+// every CRD event invalidates).
+const openAPIModelsTTL = 30 * time.Minute
+
 // openAPIModels returns the service cluster's OpenAPI v2 models by kind,
-// parsed once per discovery generation (the document is large).
-func (r *Resolver) openAPIModels() (map[schema.GroupVersionKind]proto.Schema, error) {
-	if r.models != nil {
+// fetched and parsed when refresh is set, when there are none yet, or when
+// they are older than openAPIModelsTTL.
+func (r *Resolver) openAPIModels(refresh bool) (map[schema.GroupVersionKind]proto.Schema, error) {
+	if r.models != nil && !refresh && time.Since(r.modelsFetched) < openAPIModelsTTL {
 		return r.models, nil
 	}
 	doc, err := r.disco.OpenAPISchema()
@@ -118,7 +133,7 @@ func (r *Resolver) openAPIModels() (map[schema.GroupVersionKind]proto.Schema, er
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse the OpenAPI v2 document: %w", err)
 	}
-	r.models = modelsByGVK(models)
+	r.models, r.modelsFetched = modelsByGVK(models), time.Now()
 	return r.models, nil
 }
 

@@ -50,7 +50,7 @@ func (r *Resolver) ResourceInfo(gvr schema.GroupVersionResource) (TypeInfo, erro
 	defer r.mu.Unlock()
 	info, err := ResourceInfo(r.disco, gvr)
 	if err != nil {
-		r.invalidate()
+		r.disco.Invalidate()
 	}
 	return info, err
 }

@@ -160,31 +160,28 @@ func MissingClaims(claims []kcpapisv1alpha2.PermissionClaim, required []Claim) [
 const V1alpha1ClaimsAnnotation = kcpapisv1alpha2.PermissionClaimsV1Alpha1Annotation
 
 // V1alpha1Claims returns the new value of the V1alpha1ClaimsAnnotation
-// (current is its value): every entry in it stays byte for byte, and every
-// claim of the export that is required and grants all verbs but has no
-// entry yet gets one that says "all objects", so that it reads back as
-// {group, resource, all: true, identityHash} through v1alpha1 as the
-// reference's claims do. Entries an administrator wrote (selectors included)
-// are never changed. changed is false when nothing was added.
+// (current is its value): every claim of the export that is required (same
+// group, resource and identity) and grants all verbs, but has no entry that
+// makes it a valid v1alpha1 claim ("all" or a selector), gets an entry that
+// says "all objects", so that it reads back as {group, resource, all: true,
+// identityHash} through v1alpha1, as the reference's claims do. The text of
+// the existing entries is kept as it is and new ones are appended (kcp
+// applies the last entry for a claim, so an appended entry also repairs an
+// earlier one that says neither). Entries that make a claim valid, selectors
+// included, are never overridden. changed is false when nothing was added;
+// an error means the current value is no list of claims.
 func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, required []Claim) (value string, changed bool, err error) {
-	var entries []json.RawMessage
-	if current != "" {
-		if err := json.Unmarshal([]byte(current), &entries); err != nil {
-			return "", false, fmt.Errorf("annotation %s is not a JSON list: %w", V1alpha1ClaimsAnnotation, err)
+	var described []kcpapisv1alpha1.PermissionClaim
+	if strings.TrimSpace(current) != "" {
+		if err := json.Unmarshal([]byte(current), &described); err != nil {
+			return "", false, fmt.Errorf("annotation %s is not a list of permission claims: %w", V1alpha1ClaimsAnnotation, err)
 		}
 	}
-	described := make([]kcpapisv1alpha1.PermissionClaim, len(entries))
-	for i, raw := range entries {
-		if err := json.Unmarshal(raw, &described[i]); err != nil {
-			return "", false, fmt.Errorf("annotation %s entry %d is not a permission claim: %w", V1alpha1ClaimsAnnotation, i, err)
-		}
-	}
-	requiredGRs := sets.New[schema.GroupResource]()
-	for _, c := range required {
-		requiredGRs.Insert(schema.GroupResource{Group: c.Group, Resource: c.Resource})
-	}
+	empty := len(described) == 0 // also "null" and "[]": nothing to keep
+	valid := func(e kcpapisv1alpha1.PermissionClaim) bool { return e.All || len(e.ResourceSelector) > 0 }
+	var added []string
 	for _, c := range claims {
-		if !requiredGRs.Has(schema.GroupResource{Group: c.Group, Resource: c.Resource}) || !slices.Equal(c.Verbs, []string{"*"}) {
+		if !slices.Contains(required, Claim{Group: c.Group, Resource: c.Resource, IdentityHash: c.IdentityHash}) || !slices.Equal(c.Verbs, []string{"*"}) {
 			continue
 		}
 		entry := kcpapisv1alpha1.PermissionClaim{
@@ -192,23 +189,29 @@ func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, re
 			All:           true,
 			IdentityHash:  c.IdentityHash,
 		}
-		if slices.ContainsFunc(described, entry.EqualGRI) {
+		if slices.ContainsFunc(described, func(e kcpapisv1alpha1.PermissionClaim) bool { return e.EqualGRI(entry) && valid(e) }) {
 			continue
 		}
 		raw, err := json.Marshal(entry)
 		if err != nil {
 			return "", false, err
 		}
-		entries = append(entries, raw)
+		added = append(added, string(raw))
 		described = append(described, entry)
-		changed = true
 	}
-	if !changed {
+	if len(added) == 0 {
 		return current, false, nil
 	}
-	out, err := json.Marshal(entries)
-	if err != nil {
-		return "", false, err
+	// Append to the list's text: strip the closing bracket (the list was
+	// parsed above, so it ends with one) and add the entries.
+	head := strings.TrimSpace(current)
+	if empty {
+		head = "["
+	} else {
+		head = strings.TrimSpace(strings.TrimSuffix(head, "]"))
+		if head != "[" {
+			head += ","
+		}
 	}
-	return string(out), true, nil
+	return head + strings.Join(added, ",") + "]", true, nil
 }

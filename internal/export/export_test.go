@@ -1,9 +1,11 @@
 package export
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -151,15 +153,22 @@ func TestV1alpha1Claims(t *testing.T) {
 		return kcpapisv1alpha2.PermissionClaim{GroupResource: kcpapisv1alpha2.GroupResource{Group: group, Resource: resource}, IdentityHash: identity, Verbs: verbs}
 	}
 	claims := []kcpapisv1alpha2.PermissionClaim{
-		claim("", "configmaps", "", "*"),   // described by an admin's v1alpha1 selector entry
+		claim("", "configmaps", "", "*"),   // an admin's v1alpha1 selector entry may describe it
 		claim("", "events", "", "*"),       // ours, not described yet
 		claim("", "namespaces", "", "get"), // restricted admin claim: a v1alpha1 reader sees it in the overhang
 		claim("a.io", "things", "h", "*"),  // ours, with an identity
+		claim("b.io", "others", "x", "*"),  // an admin's, same group/resource as a required claim, other identity
 		claim("z.io", "admins", "", "*"),   // not required: an admin's, never described by us
 		claim("core.kcp.io", "logicalclusters", "", "*"),
 	}
-	required := []Claim{{Resource: "configmaps"}, {Resource: "events"}, {Resource: "namespaces"}, {Group: "a.io", Resource: "things", IdentityHash: "h"}, {Group: "core.kcp.io", Resource: "logicalclusters"}}
-	admin := `[{"resource":"configmaps","resourceSelector":[{"namespace":"team"}]},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`
+	required := []Claim{{Resource: "configmaps"}, {Resource: "events"}, {Resource: "namespaces"}, {Group: "a.io", Resource: "things", IdentityHash: "h"},
+		{Group: "b.io", Resource: "others", IdentityHash: "y"}, {Group: "core.kcp.io", Resource: "logicalclusters"}}
+	const (
+		configmaps = `{"resource":"configmaps","all":true}`
+		events     = `{"resource":"events","all":true}`
+		things     = `{"group":"a.io","resource":"things","all":true,"identityHash":"h"}`
+		lcs        = `{"group":"core.kcp.io","resource":"logicalclusters","all":true}`
+	)
 
 	testcases := []struct {
 		name, current, want string
@@ -168,28 +177,41 @@ func TestV1alpha1Claims(t *testing.T) {
 	}{
 		{
 			name:        "no annotation yet: every required all-verbs claim is described as all objects",
-			want:        `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+			want:        "[" + configmaps + "," + events + "," + things + "," + lcs + "]",
 			wantChanged: true,
 		},
 		{
-			name:        "an admin's entries stay byte for byte, missing ones are appended",
-			current:     admin,
-			want:        `[{"resource":"configmaps","resourceSelector":[{"namespace":"team"}]},{"group":"core.kcp.io","resource":"logicalclusters","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"}]`,
+			name:        "an empty list or null holds nothing to keep",
+			current:     " null ",
+			want:        "[" + configmaps + "," + events + "," + things + "," + lcs + "]",
+			wantChanged: true,
+		},
+		{
+			name:        "an admin's entries keep their text, missing ones are appended",
+			current:     `[ {"resource": "configmaps", "resourceSelector": [{"namespace": "team"}]},` + "\n" + ` {"group":"core.kcp.io","resource":"logicalclusters","all":true} ]`,
+			want:        `[ {"resource": "configmaps", "resourceSelector": [{"namespace": "team"}]},` + "\n" + ` {"group":"core.kcp.io","resource":"logicalclusters","all":true},` + events + "," + things + "]",
 			wantChanged: true,
 		},
 		{
 			name:    "everything described: unchanged",
-			current: `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
-			want:    `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
+			current: "[" + configmaps + "," + events + "," + things + "," + lcs + "]",
+			want:    "[" + configmaps + "," + events + "," + things + "," + lcs + "]",
+		},
+		{
+			name:        "an entry that says neither all nor selector does not describe the claim: a valid one is appended (kcp applies the last)",
+			current:     `[{"resource":"events"},` + configmaps + "," + things + "," + lcs + "]",
+			want:        `[{"resource":"events"},` + configmaps + "," + things + "," + lcs + "," + events + "]",
+			wantChanged: true,
 		},
 		{
 			name:        "an entry for another identity does not describe the claim",
-			current:     `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"other"},{"group":"core.kcp.io","resource":"logicalclusters","all":true}]`,
-			want:        `[{"resource":"configmaps","all":true},{"resource":"events","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"other"},{"group":"core.kcp.io","resource":"logicalclusters","all":true},{"group":"a.io","resource":"things","all":true,"identityHash":"h"}]`,
+			current:     "[" + configmaps + "," + events + `,{"group":"a.io","resource":"things","all":true,"identityHash":"other"},` + lcs + "]",
+			want:        "[" + configmaps + "," + events + `,{"group":"a.io","resource":"things","all":true,"identityHash":"other"},` + lcs + "," + things + "]",
 			wantChanged: true,
 		},
 		{name: "not a list", current: `{"resource":"events"}`, wantErr: true},
 		{name: "not claims", current: `["events"]`, wantErr: true},
+		{name: "a field of the wrong type", current: `[{"resource":"events","all":"true"}]`, wantErr: true},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,7 +226,11 @@ func TestV1alpha1Claims(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got != tc.want || changed != tc.wantChanged {
-				t.Errorf("got %s (changed %v), want %s (changed %v)", got, changed, tc.want, tc.wantChanged)
+				t.Errorf("got  %s (changed %v)\nwant %s (changed %v)", got, changed, tc.want, tc.wantChanged)
+			}
+			var parsed []kcpapisv1alpha1.PermissionClaim
+			if err := json.Unmarshal([]byte(got), &parsed); err != nil {
+				t.Errorf("the result is no list of claims: %v", err)
 			}
 		})
 	}

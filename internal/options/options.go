@@ -237,9 +237,6 @@ func (o *Options) MetricsEnabled() bool { return listenerEnabled(o.MetricsAddres
 // HealthEnabled reports whether the health listener is on.
 func (o *Options) HealthEnabled() bool { return listenerEnabled(o.HealthAddress) }
 
-// PprofEnabled reports whether the pprof listener is on.
-func (o *Options) PprofEnabled() bool { return listenerEnabled(o.PprofAddress) }
-
 // listenerEnabled reports whether a listener address turns the listener on:
 // as in controller-runtime, whose address flags the reference passes through,
 // "0" and the empty string mean "disabled".

@@ -223,7 +223,7 @@ func TestRender_defaults(t *testing.T) {
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
-		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v2", "/openapi/v3", "/openapi/v3/*"}, Verbs: []string{"get"}},
+		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v2"}, Verbs: []string{"get"}},
 	}, cr.Rules)
 	role := get[rbacv1.Role](t, objs, "Role", fullname)
 	diff(t, "Role rules", []rbacv1.PolicyRule{

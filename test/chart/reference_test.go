@@ -1,8 +1,10 @@
 package chart
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,37 +103,40 @@ func TestRender_referenceValues(t *testing.T) {
 
 // TestRender_listenerFlags: an extraFlags entry that sets --health-address
 // or --metrics-address replaces the chart's flag, and the ports, probes and
-// metrics Service follow it; an address they cannot reach fails the render.
+// metrics Service follow it; an address bound to a host (unreachable from
+// outside the Pod) leaves them out, with a warning after the install.
 func TestRender_listenerFlags(t *testing.T) {
 	for _, tc := range []struct {
-		name              string
-		extraFlags        []any
-		wantArgs          []string // the listener flags among the args
-		wantPorts         []int32  // health, metrics (0: none)
-		wantProbes        bool
-		wantService       bool
-		wantRenderFailure string
+		name        string
+		extraFlags  []any
+		wantArgs    []string // the listener flags among the args
+		wantPorts   []int32  // health, metrics (0: none)
+		wantProbes  bool
+		wantService bool
+		wantNotes   string
 	}{
 		{name: "defaults", wantArgs: []string{"--health-address=:8081", "--metrics-address=:8085"}, wantPorts: []int32{8081, 8085}, wantProbes: true, wantService: true},
 		{name: "health moved, separate items", extraFlags: []any{"--health-address", ":9443"}, wantArgs: []string{"--metrics-address=:8085", "--health-address", ":9443"}, wantPorts: []int32{9443, 8085}, wantProbes: true, wantService: true},
 		{name: "metrics on all interfaces", extraFlags: []any{"--metrics-address=0.0.0.0:9090"}, wantArgs: []string{"--health-address=:8081", "--metrics-address=0.0.0.0:9090"}, wantPorts: []int32{8081, 9090}, wantProbes: true, wantService: true},
-		{name: "both off, as reference harnesses pass them", extraFlags: []any{"--health-address", "0", "--metrics-address", "0"}, wantArgs: []string{"--health-address", "0", "--metrics-address", "0"}, wantPorts: []int32{0, 0}},
+		{name: "metrics on all IPv6 interfaces", extraFlags: []any{"--metrics-address=[::]:9090"}, wantArgs: []string{"--health-address=:8081", "--metrics-address=[::]:9090"}, wantPorts: []int32{8081, 9090}, wantProbes: true, wantService: true},
+		{name: "both off, as reference harnesses pass them", extraFlags: []any{"--health-address", "0", "--metrics-address", "0"}, wantArgs: []string{"--health-address", "0", "--metrics-address", "0"}, wantPorts: []int32{0, 0},
+			wantNotes: "extraFlags turns --health-address off"},
+		{name: "health off by an empty value", extraFlags: []any{"--health-address="}, wantArgs: []string{"--metrics-address=:8085", "--health-address="}, wantPorts: []int32{0, 8085}, wantService: true,
+			wantNotes: "extraFlags turns --health-address off"},
 		{name: "the last entry wins", extraFlags: []any{"--metrics-address=0", "--metrics-address=:9091"}, wantArgs: []string{"--health-address=:8081", "--metrics-address=0", "--metrics-address=:9091"}, wantPorts: []int32{8081, 9091}, wantProbes: true, wantService: true},
-		{name: "metrics on loopback", extraFlags: []any{"--metrics-address=127.0.0.1:8085"}, wantRenderFailure: "extraFlags sets --metrics-address=127.0.0.1:8085"},
-		{name: "health on a host", extraFlags: []any{"--health-address", "10.0.0.1:8081"}, wantRenderFailure: "extraFlags sets --health-address=10.0.0.1:8081"},
+		{name: "metrics on loopback, the reference's default", extraFlags: []any{"--metrics-address=127.0.0.1:8085"}, wantArgs: []string{"--health-address=:8081", "--metrics-address=127.0.0.1:8085"}, wantPorts: []int32{8081, 0}, wantProbes: true,
+			wantNotes: "extraFlags binds --metrics-address to a host"},
+		{name: "health on a host", extraFlags: []any{"--health-address", "10.0.0.1:8081"}, wantArgs: []string{"--metrics-address=:8085", "--health-address", "10.0.0.1:8081"}, wantPorts: []int32{0, 8085}, wantService: true,
+			wantNotes: "extraFlags binds --health-address to a host the kubelet cannot reach"},
+		{name: "other flags with the same prefix and a trailing flag without value are not listener flags", extraFlags: []any{"--health-address-foo=1", "--metrics-address"},
+			wantArgs: []string{"--health-address=:8081", "--metrics-address=:8085", "--health-address-foo=1", "--metrics-address"}, wantPorts: []int32{8081, 8085}, wantProbes: true, wantService: true},
+		{name: "a boolean value as a separate item gets a warning", extraFlags: []any{"--enable-leader-election", false, "--log-debug", 1},
+			wantArgs: []string{"--health-address=:8081", "--metrics-address=:8085"}, wantPorts: []int32{8081, 8085}, wantProbes: true, wantService: true,
+			wantNotes: `passes "false" after --enable-leader-election as a separate item`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			values := with(map[string]any{"extraFlags": tc.extraFlags})
-			objs, err := Render(release, namespace, values)
-			if tc.wantRenderFailure != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantRenderFailure) {
-					t.Fatalf("error = %v, want one containing %q", err, tc.wantRenderFailure)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs := render(t, values)
 			c := agentContainer(t, get[appsv1.Deployment](t, objs, "Deployment", fullname))
 			var listenerArgs []string
 			for i, a := range c.Args {
@@ -141,6 +146,11 @@ func TestRender_listenerFlags(t *testing.T) {
 				}
 			}
 			diff(t, "listener args", tc.wantArgs, listenerArgs)
+			for _, f := range tc.extraFlags {
+				if !slices.Contains(c.Args, fmt.Sprint(f)) {
+					t.Errorf("extraFlags item %v is not among the args %q", f, c.Args)
+				}
+			}
 			var ports []corev1.ContainerPort
 			for i, name := range []string{"health", "metrics"} {
 				if tc.wantPorts[i] != 0 {
@@ -154,6 +164,25 @@ func TestRender_listenerFlags(t *testing.T) {
 			if svc := Find(objs, "Service", fullname+"-metrics"); (svc != nil) != tc.wantService {
 				t.Errorf("metrics Service rendered: %v, want %v", svc != nil, tc.wantService)
 			}
+			notes, err := Notes(release, namespace, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantNotes != "" && !strings.Contains(notes, tc.wantNotes) {
+				t.Errorf("NOTES.txt does not warn %q:\n%s", tc.wantNotes, notes)
+			}
+			if tc.wantNotes == "" && strings.Contains(notes, "Warning") {
+				t.Errorf("NOTES.txt warns without reason:\n%s", notes)
+			}
 		})
+	}
+
+	// A ServiceMonitor needs a metrics Service.
+	_, err := Render(release, namespace, with(map[string]any{
+		"extraFlags": []any{"--metrics-address=127.0.0.1:8085"},
+		"metrics":    map[string]any{"serviceMonitor": map[string]any{"enabled": true}},
+	}))
+	if err == nil || !strings.Contains(err.Error(), "metrics.serviceMonitor.enabled needs") {
+		t.Errorf("error = %v, want the ServiceMonitor to be refused", err)
 	}
 }

@@ -51,6 +51,9 @@ const (
 	ReasonAddingResourceSchemas   = "AddingResourceSchemas"
 	ReasonRemovingResourceSchemas = "RemovingResourceSchemas"
 	ReasonAddingPermissionClaims  = "AddingPermissionClaims"
+	// ReasonInvalidClaimsAnnotation (Warning, ours): kcp's annotation for
+	// v1alpha1 clients cannot be read, so our claims are not described there.
+	ReasonInvalidClaimsAnnotation = "InvalidClaimsAnnotation"
 )
 
 // Options configure the controller.
@@ -188,7 +191,12 @@ func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.P
 		claims, addedClaims := export.MergeClaims(exp.Spec.PermissionClaims, required)
 		v1alpha1Claims, described, err := export.V1alpha1Claims(exp.Annotations[export.V1alpha1ClaimsAnnotation], claims, required)
 		if err != nil {
-			return err
+			// kcp reads the annotation only for v1alpha1 clients; it is not
+			// ours to repair, and it must not stop the schemas and claims.
+			r.log.Error(err, "Not describing the claims for apis.kcp.io/v1alpha1 clients")
+			r.kcpRecorder.Eventf(exp, corev1.EventTypeWarning, ReasonInvalidClaimsAnnotation,
+				"Annotation %s is no list of permission claims; the agent's claims are not described for apis.kcp.io/v1alpha1 clients.", export.V1alpha1ClaimsAnnotation)
+			described = false
 		}
 
 		if len(added) == 0 && len(removed) == 0 && len(addedClaims) == 0 && !described &&

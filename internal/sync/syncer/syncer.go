@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -323,7 +324,12 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 // unowned or already ours (contract §6.4); otherwise it refuses. As in the
 // reference, only the sync metadata is written: desired is recorded as the
 // last known state, so the object's spec is kept and from then on only what
-// changes in kcp is merged into it.
+// changes in kcp is merged into it. The state is written first: if the
+// labels cannot be added, the next pass adopts again (it would otherwise
+// find a copy without state and overwrite its spec). An object that already
+// carries this kcp object's lookup labels is our own copy that the copies
+// cache has not seen yet: nothing is written (its state is current), the
+// pass is repeated.
 func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured, res Result) (Result, error) {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(s.LocalGVK)
@@ -338,14 +344,18 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 		s.Event(obj, corev1.EventTypeWarning, ReasonObjectConflict, "The object cannot be placed: its name on the service cluster is taken. Contact the service provider.")
 		return res, fmt.Errorf("%w: %s %s", ErrConflict, s.LocalGVK.Kind, key)
 	}
+	if p.Remote.Selector().Matches(labels.Set(existing.GetLabels())) {
+		res.Requeue = true
+		return res, nil
+	}
+	if err := s.State.Put(ctx, p, desired.Object); err != nil {
+		return res, err
+	}
+	res.Writes++
 	patch := ctrlruntimeclient.MergeFrom(existing.DeepCopy())
 	s.addSyncMetadata(existing, p.Remote)
 	if err := s.Service.Patch(ctx, existing, patch); err != nil {
 		return res, fmt.Errorf("failed to adopt the local object: %w", err)
-	}
-	res.Writes++
-	if err := s.State.Put(ctx, p, desired.Object); err != nil {
-		return res, err
 	}
 	res.Writes++
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "An existing object on the service cluster was adopted.")

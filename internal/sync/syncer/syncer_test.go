@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -448,5 +449,79 @@ func TestSyncer_takesOverReferenceState(t *testing.T) {
 	}
 	if got.GetLabels()["syncagent.kcp.io/agent-name"] != "agent" {
 		t.Errorf("agent label not added: %v", got.GetLabels())
+	}
+}
+
+// TestSyncer_ownCopyNotInCacheYet: a pass whose copies cache has not seen
+// the copy yet (created a moment ago) finds it by name on create. It must
+// not take it for an adoption: no write, no second ObjectPlaced, the stored
+// state stays, so the kcp change of that moment still arrives once the
+// cache catches up.
+func TestSyncer_ownCopyNotInCacheYet(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	remote := e.getRemote(t, "default", "foo")
+	remote.Object["spec"].(map[string]any)["color"] = "red"
+	if err := e.kcp.Update(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder().WithScheme(s)).Build() // sees no copy
+	e.events = nil
+	res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil || !res.Requeue || res.Writes != 0 {
+		t.Fatalf("Process = %+v, %v; want a requeue without writes", res, err)
+	}
+	if len(e.events) != 0 {
+		t.Errorf("events %v for our own copy, want none", e.events)
+	}
+
+	e.syncer.Copies = nil // the cache caught up
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.localCopy(t).Object["spec"].(map[string]any)["color"]; got != "red" {
+		t.Errorf("color = %v: the kcp change was lost", got)
+	}
+}
+
+// TestSyncer_adoptionStateWriteFails: adoption writes the state before the
+// labels. When the state cannot be written, the object stays unadopted and
+// the next pass adopts it again; had the labels been written first, the next
+// pass would find a copy without state and overwrite its spec.
+func TestSyncer_adoptionStateWriteFails(t *testing.T) {
+	existing := typed(localGVK)
+	existing.SetNamespace(cluster)
+	existing.SetName("2747cabbb481a433679f-76d3bc41c9f588f7fcd0")
+	existing.Object["spec"] = map[string]any{"color": "green"}
+	e := newEnv(t, existing)
+	failed := false
+	c := interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			if _, ok := obj.(*corev1.Secret); ok && !failed {
+				failed = true
+				return errors.New("injected: the state Secret cannot be written")
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	e.syncer.Service, e.syncer.State.Client = c, c
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err == nil || !failed {
+		t.Fatalf("want the injected failure, got %v", err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	local := e.localCopy(t)
+	if local.GetLabels()["syncagent.kcp.io/remote-object-cluster"] != cluster {
+		t.Errorf("not adopted: labels %v", local.GetLabels())
+	}
+	if diff := cmp.Diff(map[string]any{"color": "green"}, local.Object["spec"]); diff != "" {
+		t.Errorf("the adopted object's spec was overwritten (-want +got):\n%s", diff)
 	}
 }

@@ -131,10 +131,11 @@ Takes (list "--flag" .).
 {{/*
 The port of a listener (health or metrics) after extraFlags: the chart's
 port, the port an extraFlags entry moves it to ("--metrics-address=:9090",
-as reference values files set it), or "off" when the listener is off (the
-chart's switch, or an entry "0" or ""). An address that the probes or the
-metrics Service cannot reach (a host other than 0.0.0.0 or [::]) fails the
-render. Takes (list "--flag" enabled port .).
+as reference values files set it), "off" when the listener is off (the
+chart's switch, or an entry "0" or ""), or "local" when an entry binds it
+to a host (such as the reference's default 127.0.0.1:8085) that the
+kubelet's probes and a Service cannot reach. Takes (list "--flag" enabled
+port .).
 */}}
 {{- define "api-syncagent.listenerPort" -}}
 {{- $flag := index . 0 -}}
@@ -148,17 +149,22 @@ off
 {{- else if regexMatch "^(0\\.0\\.0\\.0|\\[::\\])?:[0-9]+$" $addr -}}
 {{- regexReplaceAll "^.*:" $addr "" -}}
 {{- else -}}
-{{- fail (printf "extraFlags sets %s=%s, which the kubelet's probes and the metrics Service cannot reach from outside the Pod: use an address without a host (for example :8085), or 0 to turn the listener off" $flag $addr) -}}
+local
 {{- end -}}
 {{- end -}}
 {{- end -}}
 
-{{/* The health listener's port, or "off". */}}
+{{/* Whether a listener port (from api-syncagent.listenerPort) is reachable from outside the Pod. */}}
+{{- define "api-syncagent.exposed" -}}
+{{- if not (has . (list "off" "local")) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The health listener's port, "off" or "local". */}}
 {{- define "api-syncagent.healthPort" -}}
 {{- include "api-syncagent.listenerPort" (list "--health-address" true .Values.health.port .) -}}
 {{- end -}}
 
-{{/* The metrics listener's port, or "off". */}}
+{{/* The metrics listener's port, "off" or "local". */}}
 {{- define "api-syncagent.metricsPort" -}}
 {{- include "api-syncagent.listenerPort" (list "--metrics-address" .Values.metrics.enabled .Values.metrics.port .) -}}
 {{- end -}}

@@ -1,0 +1,104 @@
+package discovery
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	openapi_v2 "github.com/google/gnostic-models/openapiv2"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// countingDiscovery serves the golden discovery lists and hands out the
+// OpenAPI v2 documents in docs one after the other (the last one again and
+// again), counting the fetches.
+type countingDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	preferred []*metav1.APIResourceList
+	docs      []*openapi_v2.Document
+	fetches   int
+}
+
+func (d *countingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
+	return d.preferred, nil
+}
+
+func (d *countingDiscovery) OpenAPISchema() (*openapi_v2.Document, error) {
+	doc := d.docs[min(d.fetches, len(d.docs)-1)]
+	d.fetches++
+	return doc, nil
+}
+
+func (d *countingDiscovery) Fresh() bool { return true }
+func (d *countingDiscovery) Invalidate()  {}
+
+func newCountingResolver(t *testing.T, docs ...*openapi_v2.Document) (*Resolver, *countingDiscovery) {
+	t.Helper()
+	in := loadReferenceInputs(t)
+	d := &countingDiscovery{
+		FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: in.GroupsAndResources}},
+		preferred:     in.PreferredResources,
+		docs:          docs,
+	}
+	s := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return &Resolver{disco: d, crds: fake.NewClientBuilder().WithScheme(s).Build()}, d
+}
+
+func goldenDocument(t *testing.T) *openapi_v2.Document {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(referenceDir, "openapi-v2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi_v2.ParseDocument(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestResolver_modelsOutliveDiscovery: the large OpenAPI document is
+// fetched once, not again after discovery is invalidated (every CRD event
+// does that).
+func TestResolver_modelsOutliveDiscovery(t *testing.T) {
+	r, d := newCountingResolver(t, goldenDocument(t))
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	for range 3 {
+		if _, err := r.Resolve(context.Background(), deployment); err != nil {
+			t.Fatal(err)
+		}
+		r.Invalidate()
+	}
+	if _, err := r.Resolve(context.Background(), schema.GroupKind{Kind: "ConfigMap"}); err != nil {
+		t.Fatal(err)
+	}
+	if d.fetches != 1 {
+		t.Errorf("the OpenAPI document was fetched %d times, want once", d.fetches)
+	}
+}
+
+// TestResolver_missingModelRefetches: a kind that discovery lists but the
+// cached models lack (an API that came up after the fetch) makes the
+// resolver fetch the document once more.
+func TestResolver_missingModelRefetches(t *testing.T) {
+	empty := &openapi_v2.Document{Swagger: "2.0", Info: &openapi_v2.Info{Title: "empty", Version: "v1"}, Definitions: &openapi_v2.Definitions{}}
+	r, d := newCountingResolver(t, empty, goldenDocument(t))
+	crd, err := r.Resolve(context.Background(), schema.GroupKind{Group: "apps", Kind: "Deployment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crd.Spec.Names.Kind != "Deployment" || d.fetches != 2 {
+		t.Errorf("kind %q after %d fetches, want Deployment after 2", crd.Spec.Names.Kind, d.fetches)
+	}
+}
