@@ -38,7 +38,7 @@ func (d *countingDiscovery) OpenAPISchema() (*openapi_v2.Document, error) {
 }
 
 func (d *countingDiscovery) Fresh() bool { return true }
-func (d *countingDiscovery) Invalidate()  {}
+func (d *countingDiscovery) Invalidate() {}
 
 func newCountingResolver(t *testing.T, docs ...*openapi_v2.Document) (*Resolver, *countingDiscovery) {
 	t.Helper()
