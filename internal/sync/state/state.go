@@ -149,6 +149,19 @@ func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 			return state, nil
 		}
 	}
+
+	// "No state" makes the caller overwrite every field of the copy, so it
+	// is confirmed with the API server: a state Secret written a moment ago
+	// (by an adoption, say) may not be in the cache yet.
+	if s.Live != nil {
+		err := s.Live.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: SecretName(p)}, secret)
+		switch {
+		case err == nil:
+			return normalize(secret.Data[key], nil), nil
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("failed to get state Secret: %w", err)
+		}
+	}
 	return nil, nil
 }
 

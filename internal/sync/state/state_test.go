@@ -160,3 +160,26 @@ func TestStore_versionProjectionChangeMigrates(t *testing.T) {
 		t.Errorf("after migration the Secrets are %v, want only %s", list.Items, SecretName(primary))
 	}
 }
+
+// TestStore_getConfirmsMissingStateLive: a state Secret that the cache has
+// not seen yet is found by the live read, because "no state" makes the
+// syncer overwrite the copy.
+func TestStore_getConfirmsMissingStateLive(t *testing.T) {
+	ctx := context.Background()
+	lagging, _ := newStore(t, interceptor.Funcs{})
+	live, liveClient := newStore(t, interceptor.Funcs{})
+	if err := live.Put(ctx, primary, map[string]any{"spec": map[string]any{"color": "green"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := lagging.Get(ctx, primary); err != nil || got != nil {
+		t.Fatalf("without a live reader: %v, %v; want no state", got, err)
+	}
+	lagging.Live = liveClient
+	got, err := lagging.Get(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"color": "green"}, got["spec"]); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
