@@ -123,10 +123,10 @@ func TestMigratingGuide(t *testing.T) {
 		}
 		t.Logf("$ %s", cmd.line)
 		args := strings.Fields(cmd.line)
-		switch {
-		case args[0] == "helm":
+		switch args[0] {
+		case "helm":
 			agent = helmUpgrade(t, svc, work, args)
-		case args[0] == "kubectl":
+		case "kubectl":
 			check, known := migratingChecks(seen, cmd.line, local.GetName())
 			if !known {
 				t.Fatalf("the guide runs %q, which this test does not know: add its check", cmd.line)
