@@ -44,6 +44,8 @@ type Resolver struct {
 	// at modelsFetched.
 	models        map[schema.GroupVersionKind]proto.Schema
 	modelsFetched time.Time
+	// now is the clock (nil: time.Now).
+	now func() time.Time
 }
 
 // NewResolver returns a Resolver with a memory-cached discovery client for
@@ -102,7 +104,7 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	built, err := builtinCRD(gk, lists, preferred, models)
 	if missing := (*missingModelError)(nil); errors.As(err, &missing) {
 		// A type that is newer than the cached models (an aggregated API
-		// that came up later): fetch them once more.
+		// that came up later): fetch them again, at most once a minute.
 		if models, err = r.openAPIModels(true); err != nil {
 			return nil, err
 		}
@@ -111,20 +113,41 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	return built, err
 }
 
-// openAPIModelsTTL is how long the parsed OpenAPI v2 models are reused. The
-// document holds every type of the service cluster and is large; the models
-// of built-in types change only when the cluster is upgraded, and a missing
-// model is fetched at once, so they are not refreshed with discovery (which
-// every CRD event invalidates).
-const openAPIModelsTTL = 30 * time.Minute
+const (
+	// openAPIModelsTTL is how long the parsed OpenAPI v2 models are reused.
+	// The document holds every type of the service cluster and is large; the
+	// models of built-in types change only when the cluster is upgraded, so
+	// they are not refreshed with discovery (which every CRD event
+	// invalidates).
+	openAPIModelsTTL = 30 * time.Minute
+	// missingModelRefetchInterval bounds the refetches for a model that
+	// discovery lists but the document lacks (an aggregated API without
+	// OpenAPI v2 would otherwise cost a fetch on every retry).
+	missingModelRefetchInterval = time.Minute
+)
 
-// openAPIModels returns the service cluster's OpenAPI v2 models by kind,
-// fetched and parsed when refresh is set, when there are none yet, or when
-// they are older than openAPIModelsTTL.
-func (r *Resolver) openAPIModels(refresh bool) (map[schema.GroupVersionKind]proto.Schema, error) {
-	if r.models != nil && !refresh && time.Since(r.modelsFetched) < openAPIModelsTTL {
+// openAPIModels returns the service cluster's OpenAPI v2 models by kind. It
+// fetches and parses the document when there are no models yet, when they
+// are older than openAPIModelsTTL, or, for a missing model, when they are
+// older than missingModelRefetchInterval. If a fetch fails, older models
+// are still used.
+func (r *Resolver) openAPIModels(missing bool) (map[schema.GroupVersionKind]proto.Schema, error) {
+	age := r.clock().Sub(r.modelsFetched)
+	if r.models != nil && age < openAPIModelsTTL && (!missing || age < missingModelRefetchInterval) {
 		return r.models, nil
 	}
+	models, err := r.fetchModels()
+	if err != nil {
+		if r.models != nil {
+			return r.models, nil
+		}
+		return nil, err
+	}
+	r.models, r.modelsFetched = models, r.clock()
+	return r.models, nil
+}
+
+func (r *Resolver) fetchModels() (map[schema.GroupVersionKind]proto.Schema, error) {
 	doc, err := r.disco.OpenAPISchema()
 	if err != nil {
 		return nil, fmt.Errorf("failed to get the OpenAPI v2 document: %w", err)
@@ -133,8 +156,14 @@ func (r *Resolver) openAPIModels(refresh bool) (map[schema.GroupVersionKind]prot
 	if err != nil {
 		return nil, fmt.Errorf("failed to parse the OpenAPI v2 document: %w", err)
 	}
-	r.models, r.modelsFetched = modelsByGVK(models), time.Now()
-	return r.models, nil
+	return modelsByGVK(models), nil
+}
+
+func (r *Resolver) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
 }
 
 // fromCRD keeps what the schema depends on: name, the api-approved

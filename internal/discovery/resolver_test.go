@@ -2,9 +2,11 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 
@@ -25,6 +27,7 @@ type countingDiscovery struct {
 	preferred []*metav1.APIResourceList
 	docs      []*openapi_v2.Document
 	fetches   int
+	fail      bool
 }
 
 func (d *countingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
@@ -34,6 +37,9 @@ func (d *countingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceLis
 func (d *countingDiscovery) OpenAPISchema() (*openapi_v2.Document, error) {
 	doc := d.docs[min(d.fetches, len(d.docs)-1)]
 	d.fetches++
+	if d.fail {
+		return nil, errors.New("injected: the document cannot be fetched")
+	}
 	return doc, nil
 }
 
@@ -90,15 +96,41 @@ func TestResolver_modelsOutliveDiscovery(t *testing.T) {
 
 // TestResolver_missingModelRefetches: a kind that discovery lists but the
 // cached models lack (an API that came up after the fetch) makes the
-// resolver fetch the document once more.
+// resolver fetch the document again, but at most once a minute; a failed
+// refresh keeps the models it has.
 func TestResolver_missingModelRefetches(t *testing.T) {
 	empty := &openapi_v2.Document{Swagger: "2.0", Info: &openapi_v2.Info{Title: "empty", Version: "v1"}, Definitions: &openapi_v2.Definitions{}}
 	r, d := newCountingResolver(t, empty, goldenDocument(t))
-	crd, err := r.Resolve(context.Background(), schema.GroupKind{Group: "apps", Kind: "Deployment"})
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+
+	var missing *missingModelError
+	for range 3 {
+		if _, err := r.Resolve(context.Background(), deployment); !errors.As(err, &missing) {
+			t.Fatalf("err = %v, want the missing model", err)
+		}
+	}
+	if d.fetches != 1 {
+		t.Fatalf("%d fetches within a minute, want 1", d.fetches)
+	}
+	now = now.Add(missingModelRefetchInterval)
+	crd, err := r.Resolve(context.Background(), deployment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if crd.Spec.Names.Kind != "Deployment" || d.fetches != 2 {
 		t.Errorf("kind %q after %d fetches, want Deployment after 2", crd.Spec.Names.Kind, d.fetches)
+	}
+
+	// After the TTL the document is fetched again; if that fails, the
+	// models at hand are used.
+	d.fail = true
+	now = now.Add(openAPIModelsTTL)
+	if _, err := r.Resolve(context.Background(), deployment); err != nil {
+		t.Errorf("a failed refresh must keep the models: %v", err)
+	}
+	if d.fetches != 3 {
+		t.Errorf("%d fetches, want a third one after the TTL", d.fetches)
 	}
 }

@@ -166,8 +166,8 @@ const V1alpha1ClaimsAnnotation = kcpapisv1alpha2.PermissionClaimsV1Alpha1Annotat
 // says "all objects", so that it reads back as {group, resource, all: true,
 // identityHash} through v1alpha1, as the reference's claims do. The text of
 // the existing entries is kept as it is and new ones are appended (kcp
-// applies the last entry for a claim, so an appended entry also repairs an
-// earlier one that says neither). Entries that make a claim valid, selectors
+// applies the entries in order, so the last one for a claim decides, and an
+// appended entry also repairs earlier ones that say neither). Entries that make a claim valid, selectors
 // included, are never overridden. changed is false when nothing was added;
 // an error means the current value is no list of claims.
 func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, required []Claim) (value string, changed bool, err error) {
@@ -189,7 +189,8 @@ func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, re
 			All:           true,
 			IdentityHash:  c.IdentityHash,
 		}
-		if slices.ContainsFunc(described, func(e kcpapisv1alpha1.PermissionClaim) bool { return e.EqualGRI(entry) && valid(e) }) {
+		// kcp applies every matching entry in order, so the last one counts.
+		if i := lastIndexFunc(described, entry.EqualGRI); i >= 0 && valid(described[i]) {
 			continue
 		}
 		raw, err := json.Marshal(entry)
@@ -214,4 +215,14 @@ func V1alpha1Claims(current string, claims []kcpapisv1alpha2.PermissionClaim, re
 		}
 	}
 	return head + strings.Join(added, ",") + "]", true, nil
+}
+
+// lastIndexFunc is the index of the last element of s that satisfies f, or -1.
+func lastIndexFunc[T any](s []T, f func(T) bool) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if f(s[i]) {
+			return i
+		}
+	}
+	return -1
 }

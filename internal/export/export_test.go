@@ -204,6 +204,12 @@ func TestV1alpha1Claims(t *testing.T) {
 			wantChanged: true,
 		},
 		{
+			name:        "the last entry for a claim decides: a valid one followed by one that says neither is repaired",
+			current:     "[" + configmaps + "," + events + `,{"resource":"events"},` + things + "," + lcs + "]",
+			want:        "[" + configmaps + "," + events + `,{"resource":"events"},` + things + "," + lcs + "," + events + "]",
+			wantChanged: true,
+		},
+		{
 			name:        "an entry for another identity does not describe the claim",
 			current:     "[" + configmaps + "," + events + `,{"group":"a.io","resource":"things","all":true,"identityHash":"other"},` + lcs + "]",
 			want:        "[" + configmaps + "," + events + `,{"group":"a.io","resource":"things","all":true,"identityHash":"other"},` + lcs + "," + things + "]",
