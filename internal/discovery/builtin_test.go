@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	openapi_v2 "github.com/google/gnostic-models/openapiv2"
 	"github.com/google/go-cmp/cmp"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -40,15 +39,7 @@ func loadReferenceInputs(t *testing.T) *referenceInputs {
 	t.Helper()
 	in := &referenceInputs{}
 	readJSON(t, filepath.Join(referenceDir, "discovery.json"), in)
-	raw, err := os.ReadFile(filepath.Join(referenceDir, "openapi-v2.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi_v2.ParseDocument(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models, err := proto.NewOpenAPIData(doc)
+	models, err := proto.NewOpenAPIData(goldenDocument(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,6 +61,7 @@ func newCountingResolver(t *testing.T, docs ...*openapi_v2.Document) (*Resolver,
 	return &Resolver{disco: d, crds: fake.NewClientBuilder().WithScheme(s).Build()}, d
 }
 
+// goldenDocument is the OpenAPI v2 document of the golden inputs.
 func goldenDocument(t *testing.T) *openapi_v2.Document {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(referenceDir, "openapi-v2.json"))
