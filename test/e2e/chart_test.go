@@ -239,6 +239,8 @@ func poll(ctx context.Context, timeout time.Duration, cond func(context.Context)
 type deploymentAgent struct {
 	*framework.Agent
 	container corev1.Container
+	// serviceAccount is the Pod's ServiceAccount, which the agent acts as.
+	serviceAccount string
 }
 
 // startAsDeployment starts the agent binary as the kubelet would start the
@@ -324,6 +326,7 @@ func startAsDeployment(t *testing.T, svc *framework.ServiceCluster, objs []*unst
 		t.Fatal("the Pod does not mount its ServiceAccount token, so the in-cluster config would fail")
 	}
 	sa := pod.ServiceAccountName
+	a.serviceAccount = sa
 	framework.Must(t, svc.Client.Get(t.Context(), types.NamespacedName{Namespace: d.Namespace, Name: sa}, &corev1.ServiceAccount{}), "get ServiceAccount %s", sa)
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["service"] = &clientcmdapi.Cluster{Server: svc.Config.Host, CertificateAuthorityData: svc.Config.CAData}

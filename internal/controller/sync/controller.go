@@ -54,6 +54,10 @@ const ControllerName = "syncagent-sync"
 // usually arrive first; this is the safety net.
 const requeueAfterWrite = 2 * time.Second
 
+// indexSyncTimeout bounds the wait for the local copies' informer to sync
+// when a controller is built.
+const indexSyncTimeout = time.Minute
+
 // Conflicts counts refused adoptions per PublishedResource.
 var Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sync_agent_object_conflicts_total",
@@ -199,8 +203,13 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	}
 
 	// An earlier controller of the same local type may have added the index.
-	if err := opts.LocalCache.IndexField(context.Background(), typed(opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return nil, fmt.Errorf("failed to index local copies: %w", err)
+	// Adding it waits for the informer of the local type to sync, which
+	// never happens if the agent may not list or watch that type: bounded,
+	// so that the syncmanager is not held up.
+	indexCtx, cancel := context.WithTimeout(context.Background(), indexSyncTimeout)
+	defer cancel()
+	if err := opts.LocalCache.IndexField(indexCtx, typed(opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		return nil, fmt.Errorf("failed to index local copies of %s: %w", opts.LocalGVK, err)
 	}
 	if err := ctrl.MultiClusterWatch(mcsource.Kind(typed(opts.RemoteGVK), mchandler.TypedEnqueueRequestForObject[*unstructured.Unstructured]())); err != nil {
 		return nil, fmt.Errorf("failed to watch kcp objects: %w", err)

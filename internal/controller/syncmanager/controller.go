@@ -128,6 +128,10 @@ type reconciler struct {
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
+	// forbidden counts consecutive starts refused for missing permissions.
+	forbidden map[string]int
+	// review checks the agent's permissions on the service cluster.
+	review accessReviewer
 	// failed remembers endpoints whose discovery failed recently.
 	failed map[string]endpointFailure
 }
@@ -140,10 +144,16 @@ type endpointFailure struct {
 // notServedBackoff returns the next wait for a PublishedResource whose type
 // is not served yet.
 func (r *reconciler) notServedBackoff(prName string) time.Duration {
+	return r.backoff(r.notServed, prName)
+}
+
+// backoff returns the next wait for a PublishedResource that failed the
+// same way count[prName] times before, and counts this failure.
+func (r *reconciler) backoff(count map[string]int, prName string) time.Duration {
 	r.servedMu.Lock()
 	defer r.servedMu.Unlock()
-	d := notServedRetryMin << min(r.notServed[prName], 20)
-	r.notServed[prName]++
+	d := notServedRetryMin << min(count[prName], 20)
+	count[prName]++
 	return min(d, notServedRetryMax)
 }
 
@@ -228,6 +238,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		status:        &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:           log,
 		notServed:     map[string]int{},
+		forbidden:     map[string]int{},
+		review:        selfSubjectAccessReviewer(mgr.GetClient()),
 		failed:        map[string]endpointFailure{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
@@ -368,7 +380,13 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		statusSubresource: hasStatusSubresource(src, localGVK.Version),
 	}
 	prCopy := pr.DeepCopy()
+	localGR := schema.GroupResource{Group: src.Spec.Group, Resource: src.Spec.Names.Plural}
 	err = r.fleet.Ensure(pr.Name, key, func() (mccontroller.Controller, error) {
+		// Without these permissions the controller's cache of local copies
+		// would wait for a sync that never comes.
+		if err := checkAccess(ctx, r.review, localGR, localVerbs); err != nil {
+			return nil, err
+		}
 		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
 		return syncctrl.New(r.mcMgr, syncctrl.Options{
 			PublishedResource: prCopy,
@@ -394,8 +412,15 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			// Terminal until the PublishedResource changes (ConfigValid says why).
 			return cond, reconcile.Result{}, nil
 		}
+		if access := (*accessError)(nil); errors.As(err, &access) {
+			// A grant sends no event: check again, with backoff.
+			return cond, reconcile.Result{RequeueAfter: r.backoff(r.forbidden, pr.Name)}, nil
+		}
 		return cond, reconcile.Result{}, err
 	}
+	r.servedMu.Lock()
+	delete(r.forbidden, pr.Name)
+	r.servedMu.Unlock()
 	recheck := reconcile.Result{RequeueAfter: endpointRecheckInterval}
 	switch {
 	case len(check.unreachable) > 0:

@@ -1,0 +1,68 @@
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestCheckAccess(t *testing.T) {
+	things := schema.GroupResource{Group: "example.com", Resource: "things"}
+	allow := func(allowed ...string) accessReviewer {
+		return func(_ context.Context, verb string, gr schema.GroupResource) (bool, error) {
+			if gr != things {
+				t.Errorf("reviewed %s, want %s", gr, things)
+			}
+			for _, a := range allowed {
+				if a == verb {
+					return true, nil
+				}
+			}
+			return false, nil
+		}
+	}
+	testcases := []struct {
+		name    string
+		review  accessReviewer
+		want    string // "" means no error
+		wantAcc bool   // the error is an *accessError
+	}{
+		{name: "everything allowed", review: allow(localVerbs...)},
+		{
+			name:    "no list and watch: both named",
+			review:  allow("get", "create", "update", "patch", "delete"),
+			want:    "the agent may not list, watch things.example.com in all namespaces of the service cluster; grant it (for example with the chart's rbac.extraRules)",
+			wantAcc: true,
+		},
+		{
+			name: "a failed review is an error, not a denial",
+			review: func(context.Context, string, schema.GroupResource) (bool, error) {
+				return false, errors.New("connection refused")
+			},
+			want: "connection refused",
+		},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkAccess(context.Background(), tc.review, things, localVerbs)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			var acc *accessError
+			if errors.As(err, &acc) != tc.wantAcc {
+				t.Errorf("error %v: access error %v, want %v", err, !tc.wantAcc, tc.wantAcc)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error = %q, want %q", err, tc.want)
+			}
+		})
+	}
+}

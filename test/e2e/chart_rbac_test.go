@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/chart"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// forbiddenRecoveryTimeout bounds the recovery after a missing permission
+// is granted: the syncmanager checks again with backoff (up to minutes).
+const forbiddenRecoveryTimeout = 3 * time.Minute
+
+// TestSyncForbiddenLocalType: the service owner's most common RBAC mistake,
+// a published type the agent may not list and watch, must not stop the
+// agent. The agent runs as the chart's ServiceAccount; the chart's rules
+// grant all verbs on Things but only get/create/update/patch/delete on
+// Others. The Others PublishedResource says which verbs on which resource
+// are missing, the Things PublishedResource keeps syncing, and granting the
+// missing verbs makes Others run without a restart.
+func TestSyncForbiddenLocalType(t *testing.T) {
+	t.Parallel()
+	f := framework.NewFixture(t, testKcp)
+	ctx := t.Context()
+	svc := f.Service
+
+	svc.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+	svc.InstallCRD(t, framework.TestCRD("example.com", "Other", "v1"))
+	others := publishedResource("others", "example.com", "Other", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	})
+	framework.Must(t, svc.Client.Create(ctx, thingsPR()), "create PublishedResource things")
+	framework.Must(t, svc.Client.Create(ctx, others), "create PublishedResource others")
+	kcpKubeconfig, err := os.ReadFile(f.KcpKubeconfig)
+	framework.Must(t, err, "read the kcp kubeconfig")
+	framework.Must(t, svc.Client.Create(ctx, kubeconfigSecret(kcpKubeconfig)), "create the kcp kubeconfig Secret")
+
+	healthPort, err := framework.FreePort()
+	framework.Must(t, err, "find a port")
+	metricsPort, err := framework.FreePort()
+	framework.Must(t, err, "find a port")
+	objs, err := chart.Render(chartRelease, framework.AgentNamespace, map[string]any{
+		"apiExportEndpointSliceName": f.Export.Name,
+		"kcpKubeconfig":              "kcp-kubeconfig",
+		"health":                     map[string]any{"port": healthPort},
+		"metrics":                    map[string]any{"port": metricsPort},
+		"extraFlags":                 []any{"--log-format=Console"},
+		"rbac": map[string]any{"extraRules": []any{
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"things"},
+				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"others"},
+				"verbs": []any{"get", "create", "update", "patch", "delete"}},
+		}},
+	})
+	framework.Must(t, err, "render the chart")
+	applyObjects(t, svc.Client, objs)
+	agent := startAsDeployment(t, svc, objs)
+	agent.waitProbe(t, "readiness", agent.container.ReadinessProbe)
+
+	for _, name := range []string{"things", "others"} {
+		svc.WaitForPublishedResource(t, name, schemaTimeout, "ExportReady", exportReady)
+	}
+	exp, err := getExport(ctx, f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims)
+
+	svc.WaitForPublishedResource(t, "others", syncTimeout, "SyncReady False naming the missing verbs", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == syncagentv1alpha1.ReasonControllerStartFailed &&
+			strings.Contains(c.Message, "may not list, watch others.example.com")
+	})
+	svc.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	if err := fullSync(ctx, svc.Client, consumer, "unaffected", syncTimeout); err != nil {
+		t.Fatalf("Things did not sync while Others lacks permissions: %v", err)
+	}
+
+	// The service owner grants the missing verbs.
+	grant := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "grant-others"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"others"}, Verbs: []string{"list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "grant-others"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: grant.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: agent.serviceAccount, Namespace: framework.AgentNamespace}},
+	}
+	framework.Must(t, svc.Client.Create(ctx, grant), "create ClusterRole")
+	framework.Must(t, svc.Client.Create(ctx, binding), "create ClusterRoleBinding")
+	svc.WaitForPublishedResource(t, "others", forbiddenRecoveryTimeout, "SyncReady after the grant",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	if agent.Exited() {
+		t.Errorf("the agent exited (code %d)", agent.ExitCode())
+	}
+}
