@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,9 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/chart"
@@ -17,8 +21,9 @@ import (
 )
 
 // forbiddenRecoveryTimeout bounds the recovery after a missing permission
-// is granted: the syncmanager checks again with backoff (up to minutes).
-const forbiddenRecoveryTimeout = 3 * time.Minute
+// is granted: the syncmanager checks again with backoff, at most 5 minutes
+// apart.
+const forbiddenRecoveryTimeout = 6 * time.Minute
 
 // TestSyncForbiddenLocalType: the service owner's most common RBAC mistake,
 // a published type the agent may not list and watch, must not stop the
@@ -76,7 +81,7 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	svc.WaitForPublishedResource(t, "others", syncTimeout, "SyncReady False naming the missing verbs", func(pr *syncagentv1alpha1.PublishedResource) bool {
 		c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == syncagentv1alpha1.ReasonControllerStartFailed &&
-			strings.Contains(c.Message, "may not list, watch others.example.com")
+			strings.Contains(c.Message, "may not list, watch others.example.com cluster-wide")
 	})
 	svc.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
@@ -98,6 +103,14 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	framework.Must(t, svc.Client.Create(ctx, binding), "create ClusterRoleBinding")
 	svc.WaitForPublishedResource(t, "others", forbiddenRecoveryTimeout, "SyncReady after the grant",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	kcpOther := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Other"}
+	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpOther, "default", "after-grant", map[string]any{"color": "red"})), "create an Other in kcp")
+	framework.WaitFor(t, syncTimeout, "the Other's local copy", func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "OtherList"})
+		err := svc.Client.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": consumer.ClusterName})
+		return err == nil && len(list.Items) == 1, err
+	})
 	if agent.Exited() {
 		t.Errorf("the agent exited (code %d)", agent.ExitCode())
 	}

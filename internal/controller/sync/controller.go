@@ -68,6 +68,11 @@ func init() { //nolint:gochecknoinits // metrics must be registered once, before
 	ctrlmetrics.Registry.MustRegister(Conflicts)
 }
 
+// ErrLocalTypeNotSynced means the local copies of the type could not be
+// listed in time (the API server, a conversion webhook or the agent's
+// permissions); retried with backoff.
+var ErrLocalTypeNotSynced = errors.New("the local copies could not be listed")
+
 // ErrInvalidConfig marks errors of New that come from the PublishedResource
 // itself (a template, regex, CEL expression or selector that does not
 // compile): retrying cannot help until the PublishedResource changes.
@@ -209,7 +214,12 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	indexCtx, cancel := context.WithTimeout(context.Background(), indexSyncTimeout)
 	defer cancel()
 	if err := opts.LocalCache.IndexField(indexCtx, typed(opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		return nil, fmt.Errorf("failed to index local copies of %s: %w", opts.LocalGVK, err)
+		// The informer keeps listing in the background; no controller
+		// uses it (a working one would have synced it), so it goes.
+		if rerr := opts.LocalCache.RemoveInformer(context.Background(), typed(opts.LocalGVK)); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrLocalTypeNotSynced, opts.LocalGVK, err)
 	}
 	if err := ctrl.MultiClusterWatch(mcsource.Kind(typed(opts.RemoteGVK), mchandler.TypedEnqueueRequestForObject[*unstructured.Unstructured]())); err != nil {
 		return nil, fmt.Errorf("failed to watch kcp objects: %w", err)

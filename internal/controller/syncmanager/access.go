@@ -13,8 +13,13 @@ import (
 
 // localVerbs are what the sync controller does with the local type on the
 // service cluster, cluster-wide (contract §8.3): it caches the copies of
-// every namespace (list, watch) and reads and writes them.
-var localVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+// every namespace (list, watch) and reads and writes them; a controller
+// that only processes deletions (synchronization disabled) only reads and
+// deletes.
+var (
+	localVerbs        = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	deletionOnlyVerbs = []string{"get", "list", "watch", "delete"}
+)
 
 // accessReviewTimeout bounds the access check before a controller starts.
 const accessReviewTimeout = 10 * time.Second
@@ -44,13 +49,13 @@ type accessError struct {
 }
 
 func (e *accessError) Error() string {
-	return fmt.Sprintf("the agent may not %s %s in all namespaces of the service cluster; grant it (for example with the chart's rbac.extraRules)",
+	return fmt.Sprintf("the agent may not %s %s cluster-wide on the service cluster; grant it (for example with the chart's rbac.extraRules)",
 		strings.Join(e.verbs, ", "), e.gr)
 }
 
 // checkAccess returns an *accessError listing the verbs the agent may not
 // use on gr, nil when it may use all of them, or the error of a review that
-// failed.
+// failed (the caller cannot tell then, and goes on).
 func checkAccess(ctx context.Context, review accessReviewer, gr schema.GroupResource, verbs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, accessReviewTimeout)
 	defer cancel()

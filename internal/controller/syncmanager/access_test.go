@@ -33,7 +33,7 @@ func TestCheckAccess(t *testing.T) {
 		{
 			name:    "no list and watch: both named",
 			review:  allow("get", "create", "update", "patch", "delete"),
-			want:    "the agent may not list, watch things.example.com in all namespaces of the service cluster; grant it (for example with the chart's rbac.extraRules)",
+			want:    "the agent may not list, watch things.example.com cluster-wide on the service cluster; grant it (for example with the chart's rbac.extraRules)",
 			wantAcc: true,
 		},
 		{

@@ -123,12 +123,14 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
+	// servedMu guards kcpTypes, notServed, forbidden and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
-	// forbidden counts consecutive starts refused for missing permissions.
+	// forbidden counts consecutive starts refused for missing permissions or
+	// a local type that could not be listed.
 	forbidden map[string]int
 	// review checks the agent's permissions on the service cluster.
 	review accessReviewer
@@ -384,8 +386,17 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	err = r.fleet.Ensure(pr.Name, key, func() (mccontroller.Controller, error) {
 		// Without these permissions the controller's cache of local copies
 		// would wait for a sync that never comes.
-		if err := checkAccess(ctx, r.review, localGR, localVerbs); err != nil {
-			return nil, err
+		verbs := localVerbs
+		if key.deletionOnly {
+			verbs = deletionOnlyVerbs
+		}
+		if err := checkAccess(ctx, r.review, localGR, verbs); err != nil {
+			if access := (*accessError)(nil); errors.As(err, &access) {
+				return nil, err
+			}
+			// A cluster that does not answer access reviews (a hardened
+			// authorizer): start anyway; the index wait is bounded.
+			r.log.Info("Cannot review the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
 		}
 		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
 		return syncctrl.New(r.mcMgr, syncctrl.Options{
@@ -412,8 +423,9 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			// Terminal until the PublishedResource changes (ConfigValid says why).
 			return cond, reconcile.Result{}, nil
 		}
-		if access := (*accessError)(nil); errors.As(err, &access) {
-			// A grant sends no event: check again, with backoff.
+		if access := (*accessError)(nil); errors.As(err, &access) || errors.Is(err, syncctrl.ErrLocalTypeNotSynced) {
+			// A grant (or a recovering API server) sends no event: check
+			// again, with backoff.
 			return cond, reconcile.Result{RequeueAfter: r.backoff(r.forbidden, pr.Name)}, nil
 		}
 		return cond, reconcile.Result{}, err
