@@ -6,39 +6,51 @@ import (
 	"strings"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/metadata"
+	"k8s.io/utils/ptr"
 )
 
-// localVerbs are what the sync controller does with the local type on the
-// service cluster, cluster-wide (contract §8.3): it caches the copies of
-// every namespace (list, watch) and reads and writes them; a controller
-// that only processes deletions (synchronization disabled) only reads and
-// deletes.
-var (
-	localVerbs        = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	deletionOnlyVerbs = []string{"get", "list", "watch", "delete"}
-)
+// cacheVerbs are what the cache of local copies needs on the local type,
+// cluster-wide (contract §8.3): without them it waits for a sync that never
+// comes. (Missing write permissions show up per object, as ReconcilingError
+// Events on the PublishedResource.)
+var cacheVerbs = []string{"list", "watch"}
 
 // accessReviewTimeout bounds the access check before a controller starts.
 const accessReviewTimeout = 10 * time.Second
 
-// accessReviewer reports whether the agent may do verb on gr in every
+// accessReviewer reports whether the agent may do verb on gvr in every
 // namespace.
-type accessReviewer func(ctx context.Context, verb string, gr schema.GroupResource) (bool, error)
+type accessReviewer func(ctx context.Context, verb string, gvr schema.GroupVersionResource) (bool, error)
 
-// selfSubjectAccessReviewer asks the service cluster with
-// SelfSubjectAccessReviews, which every authenticated user may create.
-func selfSubjectAccessReviewer(c ctrlruntimeclient.Client) accessReviewer {
-	return func(ctx context.Context, verb string, gr schema.GroupResource) (bool, error) {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: gr.Group, Resource: gr.Resource},
-		}}
-		if err := c.Create(ctx, review); err != nil {
-			return false, fmt.Errorf("failed to review access to %s: %w", gr, err)
+// requestReviewer tries the verb: a list of one object's metadata, or a
+// watch that is closed at once. Both are reads (access reviews would be
+// POSTs, and a restart with everything in sync makes no writes). Only a
+// Forbidden answer counts as "may not".
+func requestReviewer(client metadata.Interface) accessReviewer {
+	return func(ctx context.Context, verb string, gvr schema.GroupVersionResource) (bool, error) {
+		var err error
+		switch verb {
+		case "list":
+			_, err = client.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+		case "watch":
+			var w interface{ Stop() }
+			if w, err = client.Resource(gvr).Watch(ctx, metav1.ListOptions{TimeoutSeconds: ptr.To[int64](1)}); err == nil {
+				w.Stop()
+			}
+		default:
+			return false, fmt.Errorf("cannot try verb %q", verb)
 		}
-		return review.Status.Allowed, nil
+		switch {
+		case apierrors.IsForbidden(err):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("failed to %s %s: %w", verb, gvr.GroupResource(), err)
+		}
+		return true, nil
 	}
 }
 
@@ -54,14 +66,14 @@ func (e *accessError) Error() string {
 }
 
 // checkAccess returns an *accessError listing the verbs the agent may not
-// use on gr, nil when it may use all of them, or the error of a review that
+// use on gvr, nil when it may use all of them, or the error of a check that
 // failed (the caller cannot tell then, and goes on).
-func checkAccess(ctx context.Context, review accessReviewer, gr schema.GroupResource, verbs []string) error {
+func checkAccess(ctx context.Context, review accessReviewer, gvr schema.GroupVersionResource, verbs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, accessReviewTimeout)
 	defer cancel()
 	var denied []string
 	for _, verb := range verbs {
-		allowed, err := review(ctx, verb, gr)
+		allowed, err := review(ctx, verb, gvr)
 		if err != nil {
 			return err
 		}
@@ -70,7 +82,7 @@ func checkAccess(ctx context.Context, review accessReviewer, gr schema.GroupReso
 		}
 	}
 	if len(denied) > 0 {
-		return &accessError{gr: gr, verbs: denied}
+		return &accessError{gr: gvr.GroupResource(), verbs: denied}
 	}
 	return nil
 }

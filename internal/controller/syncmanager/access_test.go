@@ -9,11 +9,11 @@ import (
 )
 
 func TestCheckAccess(t *testing.T) {
-	things := schema.GroupResource{Group: "example.com", Resource: "things"}
+	things := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
 	allow := func(allowed ...string) accessReviewer {
-		return func(_ context.Context, verb string, gr schema.GroupResource) (bool, error) {
-			if gr != things {
-				t.Errorf("reviewed %s, want %s", gr, things)
+		return func(_ context.Context, verb string, gvr schema.GroupVersionResource) (bool, error) {
+			if gvr != things {
+				t.Errorf("reviewed %s, want %s", gvr, things)
 			}
 			for _, a := range allowed {
 				if a == verb {
@@ -29,16 +29,16 @@ func TestCheckAccess(t *testing.T) {
 		want    string // "" means no error
 		wantAcc bool   // the error is an *accessError
 	}{
-		{name: "everything allowed", review: allow(localVerbs...)},
+		{name: "everything allowed", review: allow(cacheVerbs...)},
 		{
 			name:    "no list and watch: both named",
-			review:  allow("get", "create", "update", "patch", "delete"),
+			review:  allow("get"),
 			want:    "the agent may not list, watch things.example.com cluster-wide on the service cluster; grant it (for example with the chart's rbac.extraRules)",
 			wantAcc: true,
 		},
 		{
 			name: "a failed review is an error, not a denial",
-			review: func(context.Context, string, schema.GroupResource) (bool, error) {
+			review: func(context.Context, string, schema.GroupVersionResource) (bool, error) {
 				return false, errors.New("connection refused")
 			},
 			want: "connection refused",
@@ -46,7 +46,7 @@ func TestCheckAccess(t *testing.T) {
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkAccess(context.Background(), tc.review, things, localVerbs)
+			err := checkAccess(context.Background(), tc.review, things, cacheVerbs)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

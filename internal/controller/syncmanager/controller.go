@@ -23,6 +23,7 @@ import (
 	labelselection "k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -165,6 +166,10 @@ func Add(mgr manager.Manager, opts Options) error {
 		return errors.New("syncmanager: AgentName, Namespace, Selector, Target and Resolver are required")
 	}
 	log := mgr.GetLogger().WithName(ControllerName)
+	metadataClient, err := metadata.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("failed to create the metadata client: %w", err)
+	}
 
 	byObject := map[ctrlruntimeclient.Object]cache.ByObject{
 		&kcpapisv1alpha1.APIExportEndpointSlice{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Target.EndpointSliceName)},
@@ -241,7 +246,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		log:           log,
 		notServed:     map[string]int{},
 		forbidden:     map[string]int{},
-		review:        selfSubjectAccessReviewer(mgr.GetClient()),
+		review:        requestReviewer(metadataClient),
 		failed:        map[string]endpointFailure{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
@@ -382,21 +387,17 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		statusSubresource: hasStatusSubresource(src, localGVK.Version),
 	}
 	prCopy := pr.DeepCopy()
-	localGR := schema.GroupResource{Group: src.Spec.Group, Resource: src.Spec.Names.Plural}
+	localGVR := localGVK.GroupVersion().WithResource(src.Spec.Names.Plural)
 	err = r.fleet.Ensure(pr.Name, key, func() (mccontroller.Controller, error) {
 		// Without these permissions the controller's cache of local copies
 		// would wait for a sync that never comes.
-		verbs := localVerbs
-		if key.deletionOnly {
-			verbs = deletionOnlyVerbs
-		}
-		if err := checkAccess(ctx, r.review, localGR, verbs); err != nil {
+		if err := checkAccess(ctx, r.review, localGVR, cacheVerbs); err != nil {
 			if access := (*accessError)(nil); errors.As(err, &access) {
 				return nil, err
 			}
-			// A cluster that does not answer access reviews (a hardened
-			// authorizer): start anyway; the index wait is bounded.
-			r.log.Info("Cannot review the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
+			// Another failure (a conversion webhook down, say): the
+			// controller is built anyway; its index wait is bounded.
+			r.log.Info("Cannot check the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
 		}
 		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
 		return syncctrl.New(r.mcMgr, syncctrl.Options{
