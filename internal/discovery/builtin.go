@@ -86,17 +86,14 @@ func preferredVersion(preferred []*metav1.APIResourceList, group, resource strin
 	return ""
 }
 
-// builtinCRD builds the CRD of a built-in or aggregated type exactly as the
-// reference does: names and scope from discovery; every version that serves
-// the kind, in Kubernetes version order, served, the preferred one as
-// storage, with its schema converted from the OpenAPI v2 model; the
-// subresources found by findKind; the API server's CRD defaults; and for
-// protected groups the api-approved annotation.
-func builtinCRD(gk schema.GroupKind, lists, preferred []*metav1.APIResourceList, models map[schema.GroupVersionKind]proto.Schema) (*apiextensionsv1.CustomResourceDefinition, error) {
-	kr, err := findKind(lists, gk)
-	if err != nil {
-		return nil, err
-	}
+// builtinCRD builds the CRD of a built-in or aggregated type, found in
+// discovery as kr, exactly as the reference does: names and scope from
+// discovery; every version that serves the kind, in Kubernetes version
+// order, served, the preferred one as storage, with its schema converted
+// from the OpenAPI v2 model; the subresources found by findKind; the API
+// server's CRD defaults; and for protected groups the api-approved
+// annotation.
+func builtinCRD(gk schema.GroupKind, kr *kindResource, preferred []*metav1.APIResourceList, models map[schema.GroupVersionKind]proto.Schema) (*apiextensionsv1.CustomResourceDefinition, error) {
 	res := kr.resource
 	storage := preferredVersion(preferred, gk.Group, res.Name)
 	if storage == "" {

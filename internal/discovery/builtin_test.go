@@ -47,6 +47,16 @@ func loadReferenceInputs(t *testing.T) *referenceInputs {
 	return in
 }
 
+// build finds gk in the golden discovery lists and builds its CRD, as
+// Resolve does for a kind without a CRD.
+func (in *referenceInputs) build(gk schema.GroupKind, preferred []*metav1.APIResourceList, models map[schema.GroupVersionKind]proto.Schema) (*apiextensionsv1.CustomResourceDefinition, error) {
+	kr, err := findKind(in.GroupsAndResources, gk)
+	if err != nil {
+		return nil, err
+	}
+	return builtinCRD(gk, kr, preferred, models)
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -77,7 +87,7 @@ func TestBuiltinCRD_matchesReference(t *testing.T) {
 			want := &apiextensionsv1.CustomResourceDefinition{}
 			readJSON(t, filepath.Join(referenceDir, id+".json"), want)
 
-			got, err := builtinCRD(schema.GroupKind{Group: group, Kind: kind}, in.GroupsAndResources, in.PreferredResources, in.models)
+			got, err := in.build(schema.GroupKind{Group: group, Kind: kind}, in.PreferredResources, in.models)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,16 +125,16 @@ func TestBuiltinCRD_matchesReference(t *testing.T) {
 // error that says so.
 func TestBuiltinCRD_notServed(t *testing.T) {
 	in := loadReferenceInputs(t)
-	_, err := builtinCRD(schema.GroupKind{Group: "apps", Kind: "Nothing"}, in.GroupsAndResources, in.PreferredResources, in.models)
+	_, err := in.build(schema.GroupKind{Group: "apps", Kind: "Nothing"}, in.PreferredResources, in.models)
 	var nf *NotFoundError
 	if !errors.As(err, &nf) {
 		t.Errorf("err = %v, want a NotFoundError", err)
 	}
-	_, err = builtinCRD(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.GroupsAndResources, nil, in.models)
+	_, err = in.build(schema.GroupKind{Group: "apps", Kind: "Deployment"}, nil, in.models)
 	if err == nil || !strings.Contains(err.Error(), "storage version") {
 		t.Errorf("err = %v, want one about the storage version", err)
 	}
-	_, err = builtinCRD(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.GroupsAndResources, in.PreferredResources, nil)
+	_, err = in.build(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.PreferredResources, nil)
 	if err == nil || !strings.Contains(err.Error(), "no model for apps/v1, Kind=Deployment") {
 		t.Errorf("err = %v, want one about the missing model", err)
 	}

@@ -1,8 +1,9 @@
 // Package discovery finds the source type of a PublishedResource on the
 // service cluster and returns it as a CRD: the real CRD when one exists,
 // otherwise one built from discovery and the OpenAPI v2 models (built-in
-// and aggregated types) exactly as the reference agent builds it. Discovery results are cached; Invalidate refreshes
-// them (the apiresourceschema controller calls it on CRD events).
+// and aggregated types) exactly as the reference agent builds it. Discovery
+// results are cached; Invalidate refreshes them (the apiresourceschema
+// controller calls it on CRD events).
 package discovery
 
 import (
@@ -101,14 +102,14 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	if err != nil {
 		return nil, err
 	}
-	built, err := builtinCRD(gk, lists, preferred, models)
+	built, err := builtinCRD(gk, kr, preferred, models)
 	if missing := (*missingModelError)(nil); errors.As(err, &missing) {
 		// A type that is newer than the cached models (an aggregated API
 		// that came up later): fetch them again, at most once a minute.
 		if models, err = r.openAPIModels(true); err != nil {
 			return nil, err
 		}
-		built, err = builtinCRD(gk, lists, preferred, models)
+		built, err = builtinCRD(gk, kr, preferred, models)
 	}
 	return built, err
 }

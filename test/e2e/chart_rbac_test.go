@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
-	"github.com/kcp-syncagent/api-syncagent/test/chart"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
 
@@ -45,19 +43,10 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	})
 	framework.Must(t, svc.Client.Create(ctx, thingsPR()), "create PublishedResource things")
 	framework.Must(t, svc.Client.Create(ctx, others), "create PublishedResource others")
-	kcpKubeconfig, err := os.ReadFile(f.KcpKubeconfig)
-	framework.Must(t, err, "read the kcp kubeconfig")
-	framework.Must(t, svc.Client.Create(ctx, kubeconfigSecret(kcpKubeconfig)), "create the kcp kubeconfig Secret")
-
-	healthPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	metricsPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	objs, err := chart.Render(chartRelease, framework.AgentNamespace, map[string]any{
+	createKcpKubeconfigSecret(t, svc, f.KcpKubeconfig)
+	objs := renderChart(t, chartRelease, map[string]any{
 		"apiExportEndpointSliceName": f.Export.Name,
 		"kcpKubeconfig":              "kcp-kubeconfig",
-		"health":                     map[string]any{"port": healthPort},
-		"metrics":                    map[string]any{"port": metricsPort},
 		"extraFlags":                 []any{"--log-format=Console"},
 		"rbac": map[string]any{"extraRules": []any{
 			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"things"},
@@ -66,7 +55,6 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 				"verbs": []any{"get", "create", "update", "patch", "delete"}},
 		}},
 	})
-	framework.Must(t, err, "render the chart")
 	applyObjects(t, svc.Client, objs)
 	agent := startAsDeployment(t, svc, objs)
 	agent.waitProbe(t, "readiness", agent.container.ReadinessProbe)

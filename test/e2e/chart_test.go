@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,20 +56,10 @@ func TestChart(t *testing.T) {
 	svc.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
 	framework.Must(t, svc.Client.Create(ctx, thingsPR()), "create PublishedResource")
 
-	// The kcp kubeconfig Secret, created by the admin (docs/getting-started.md).
-	kcpKubeconfig, err := os.ReadFile(f.KcpKubeconfig)
-	framework.Must(t, err, "read the kcp kubeconfig")
-	framework.Must(t, svc.Client.Create(ctx, kubeconfigSecret(kcpKubeconfig)), "create the kcp kubeconfig Secret")
-
-	healthPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	metricsPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	objs, err := chart.Render(chartRelease, framework.AgentNamespace, map[string]any{
+	createKcpKubeconfigSecret(t, svc, f.KcpKubeconfig)
+	objs := renderChart(t, chartRelease, map[string]any{
 		"apiExportEndpointSliceName": f.Export.Name,
 		"kcpKubeconfig":              "kcp-kubeconfig",
-		"health":                     map[string]any{"port": healthPort},
-		"metrics":                    map[string]any{"port": metricsPort},
 		"extraFlags":                 []any{"--log-format=Console", "--log-debug"},
 		// The published type, as docs and the chart's README tell service owners.
 		"rbac": map[string]any{"extraRules": []any{map[string]any{
@@ -76,7 +67,6 @@ func TestChart(t *testing.T) {
 			"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"},
 		}}},
 	})
-	framework.Must(t, err, "render the chart")
 	applyObjects(t, svc.Client, objs)
 
 	// Run 1: the chart as rendered.
@@ -105,7 +95,7 @@ func TestChart(t *testing.T) {
 	if len(secrets.Items) == 0 {
 		t.Error("no state Secret in the agent's namespace")
 	}
-	code, body, err := framework.Get(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
+	code, body, err := framework.Get(ctx, "http://"+agent.MetricsAddress+"/metrics")
 	if err != nil || code != http.StatusOK || !strings.Contains(body, "sync_agent_published_resource") {
 		t.Errorf("metrics port of the chart: code %d, err %v, has sync_agent_published_resource: %v", code, err, strings.Contains(body, "sync_agent_published_resource"))
 	}
@@ -128,6 +118,35 @@ func TestChart(t *testing.T) {
 	if logs := broken.Logs(); !regexp.MustCompile(`namespaces.*forbidden|forbidden.*namespaces`).MatchString(logs) {
 		t.Errorf("the agent's log does not report the missing namespaces permission; log: %s", broken.LogPath)
 	}
+}
+
+// createKcpKubeconfigSecret creates, from the kubeconfig file at path, the
+// Secret kcp-kubeconfig that the chart mounts (value kcpKubeconfig), as the
+// admin does (docs/getting-started.md).
+func createKcpKubeconfigSecret(t *testing.T, svc *framework.ServiceCluster, path string) {
+	t.Helper()
+	kubeconfig, err := os.ReadFile(path)
+	framework.Must(t, err, "read the kcp kubeconfig")
+	framework.Must(t, svc.Client.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: framework.AgentNamespace, Name: "kcp-kubeconfig"},
+		Data:       map[string][]byte{"kubeconfig": kubeconfig},
+	}), "create the kcp kubeconfig Secret")
+}
+
+// renderChart renders the chart for release with values, plus free ports
+// of the test bed for the health and metrics listeners (startAsDeployment
+// binds them to 127.0.0.1).
+func renderChart(t *testing.T, release string, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	values = maps.Clone(values)
+	for _, listener := range []string{"health", "metrics"} {
+		port, err := framework.FreePort()
+		framework.Must(t, err, "find a port")
+		values[listener] = map[string]any{"port": port}
+	}
+	objs, err := chart.Render(release, framework.AgentNamespace, values)
+	framework.Must(t, err, "render the chart")
+	return objs
 }
 
 // applyObjects applies rendered objects with server-side apply under

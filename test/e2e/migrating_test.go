@@ -15,13 +15,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kcp-syncagent/api-syncagent/test/chart"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
 
@@ -107,9 +104,7 @@ func TestMigratingGuide(t *testing.T) {
 	before.Stop(30 * time.Second)
 	installReferenceCRD(t, svc)
 	remote, local := referenceLeftovers(t, svc, consumer, "migrated")
-	kcpKubeconfig, err := os.ReadFile(kcpKubeconfigPath)
-	framework.Must(t, err, "read the kcp kubeconfig")
-	framework.Must(t, svc.Client.Create(ctx, kubeconfigSecret(kcpKubeconfig)), "create the kcp kubeconfig Secret")
+	createKcpKubeconfigSecret(t, svc, kcpKubeconfigPath)
 
 	// The guide, command by command.
 	work := t.TempDir()
@@ -241,25 +236,9 @@ func helmUpgrade(t *testing.T, svc *framework.ServiceCluster, work string, args 
 	if namespace != framework.AgentNamespace {
 		t.Fatalf("the guide installs into %q, the test bed's agent namespace is %q", namespace, framework.AgentNamespace)
 	}
-	healthPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	metricsPort, err := framework.FreePort()
-	framework.Must(t, err, "find a port")
-	values["health"] = map[string]any{"port": healthPort}
-	values["metrics"] = map[string]any{"port": metricsPort}
-	objs, err := chart.Render(release, namespace, values)
-	framework.Must(t, err, "render the chart")
+	objs := renderChart(t, release, values)
 	applyObjects(t, svc.Client, objs)
 	agent := startAsDeployment(t, svc, objs)
 	agent.waitProbe(t, "readiness", agent.container.ReadinessProbe)
 	return agent
-}
-
-// kubeconfigSecret is the Secret with the kcp kubeconfig that both charts
-// mount (value kcpKubeconfig).
-func kubeconfigSecret(kubeconfig []byte) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: framework.AgentNamespace, Name: "kcp-kubeconfig"},
-		Data:       map[string][]byte{"kubeconfig": kubeconfig},
-	}
 }

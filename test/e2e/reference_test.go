@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
-	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,19 +135,9 @@ func TestReferenceHarness(t *testing.T) {
 		binding.Spec.PermissionClaims = append(binding.Spec.PermissionClaims, kcpapisv1alpha1.AcceptablePermissionClaim{PermissionClaim: c, State: kcpapisv1alpha1.ClaimAccepted})
 	}
 	framework.Must(t, consumer.Client.Create(ctx, binding), "create the v1alpha1 APIBinding with the export's claims")
-	framework.WaitFor(t, time.Minute, "the v1alpha1 APIBinding to be bound", func(ctx context.Context) (bool, error) {
-		b := &kcpapisv1alpha2.APIBinding{}
-		if err := consumer.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, b); err != nil {
-			return false, err
-		}
-		return b.Status.Phase == kcpapisv1alpha2.APIBindingPhaseBound, nil
-	})
+	framework.WaitBound(t, consumer, binding.Name)
 	f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, "SyncReady",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
-	framework.WaitFor(t, time.Minute, "Things served in the consumer workspace", func(context.Context) (bool, error) {
-		_, err := consumer.Client.RESTMapper().RESTMapping(kcpThing.GroupKind(), kcpThing.Version)
-		return err == nil, nil
-	})
 
 	// Sync with a related ConfigMap.
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-settings"}, Data: map[string]string{"size": "small"}}

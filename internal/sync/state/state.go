@@ -127,15 +127,10 @@ func (s *Store) list(ctx context.Context, list *corev1.SecretList, p Primary, se
 
 // Get returns the normalized last state of p, or nil if there is none.
 func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
-	key := LegacyKey(p.Cluster, p.Namespace, p.Name)
-	secret := &corev1.Secret{}
-	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: SecretName(p)}, secret)
-	switch {
-	case err == nil:
-		return normalize(secret.Data[key], nil), nil
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("failed to get state Secret: %w", err)
+	if state, found, err := s.readPrimary(ctx, s.Client, p); found || err != nil {
+		return state, err
 	}
+	key := LegacyKey(p.Cluster, p.Namespace, p.Name)
 
 	// The name depends on the kcp apiVersion; after a version projection
 	// change the state lives under another name.
@@ -154,15 +149,24 @@ func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 	// is confirmed with the API server: a state Secret written a moment ago
 	// (by an adoption, say) may not be in the cache yet.
 	if s.Live != nil {
-		err := s.Live.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: SecretName(p)}, secret)
-		switch {
-		case err == nil:
-			return normalize(secret.Data[key], nil), nil
-		case !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("failed to get state Secret: %w", err)
-		}
+		state, _, err := s.readPrimary(ctx, s.Live, p)
+		return state, err
 	}
 	return nil, nil
+}
+
+// readPrimary reads p's state from its Secret through reader; found is
+// false when the Secret does not exist.
+func (s *Store) readPrimary(ctx context.Context, reader ctrlruntimeclient.Reader, p Primary) (state map[string]any, found bool, err error) {
+	secret := &corev1.Secret{}
+	err = reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: SecretName(p)}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("failed to get state Secret: %w", err)
+	}
+	return normalize(secret.Data[LegacyKey(p.Cluster, p.Namespace, p.Name)], nil), true, nil
 }
 
 // normalize parses stored state and reduces it to what the merge compares.

@@ -202,8 +202,16 @@ func BindExport(t T, ws *Workspace, exportPath, exportName string, claims []kcpa
 	if err := ws.Client.Create(t.Context(), binding); err != nil {
 		t.Fatalf("failed to create APIBinding in %s: %v", ws.Path, err)
 	}
-	WaitFor(t, bindingReadyTimeout, "APIBinding "+exportName+" in "+ws.Path+" to be bound", func(ctx context.Context) (bool, error) {
-		if err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding); err != nil {
+	WaitBound(t, ws, binding.Name)
+}
+
+// WaitBound waits until the APIBinding name in ws (created through any API
+// version) is bound and the workspace serves every resource it binds.
+func WaitBound(t T, ws *Workspace, name string) {
+	t.Helper()
+	binding := &kcpapisv1alpha2.APIBinding{}
+	WaitFor(t, bindingReadyTimeout, "APIBinding "+name+" in "+ws.Path+" to be bound", func(ctx context.Context) (bool, error) {
+		if err := ws.Client.Get(ctx, types.NamespacedName{Name: name}, binding); err != nil {
 			return false, err
 		}
 		return binding.Status.Phase == kcpapisv1alpha2.APIBindingPhaseBound, nil
