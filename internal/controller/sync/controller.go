@@ -23,18 +23,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
-	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
-	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
-	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
@@ -53,6 +46,10 @@ const ControllerName = "syncagent-sync"
 // while a local copy is being deleted by its own finalizers. Watch events
 // usually arrive first; this is the safety net.
 const requeueAfterWrite = 2 * time.Second
+
+// reconcileTimeout bounds one reconcile: every read and write it makes,
+// including the first sync of an informer of the workspace cache.
+const reconcileTimeout = time.Minute
 
 // indexSyncTimeout bounds the wait for the local copies' informer to sync
 // when a controller is built.
@@ -109,6 +106,16 @@ type Options struct {
 	// ServiceReader reads from the service cluster's API server (no cache).
 	ServiceReader ctrlruntimeclient.Reader
 	Workers       int
+
+	Log logr.Logger
+	// Events records Events on the PublishedResource.
+	Events record.EventRecorder
+	// Informers counts the uses of the service-side informers; controllers
+	// that share caches share it.
+	Informers *SharedInformers
+	// Preflight, if set, runs first when the controller starts; its error
+	// is the controller's.
+	Preflight func(ctx context.Context) error
 }
 
 // RelatedTypes are the types of one related entry on both sides.
@@ -116,9 +123,89 @@ type RelatedTypes struct {
 	Kcp, Service related.Type
 }
 
-// New creates an unstarted sync controller. The caller engages clusters and
-// starts it.
-func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
+// Controller is one PublishedResource's sync controller.
+type Controller struct {
+	ctrl  controller.TypedController[mcreconcile.Request]
+	hub   *hub
+	local []*localSource
+	opts  Options
+	log   logr.Logger
+	// synced is closed when the controller's service-side handlers have
+	// seen every object and its workers run.
+	synced chan struct{}
+}
+
+// Engage routes the workspace's kcp events to the controller until ctx
+// ends; it never waits.
+func (c *Controller) Engage(ctx context.Context, ws Workspace) { c.hub.Engage(ctx, ws) }
+
+// Synced is closed once the controller runs its workers.
+func (c *Controller) Synced() <-chan struct{} { return c.synced }
+
+// Start runs the controller until ctx ends. It returns an error if the
+// controller cannot start: the preflight fails, the local copies cannot be
+// listed within indexSyncTimeout, or a service-side watch does not sync
+// within the cache sync timeout. Every informer it used for the service
+// side is released when it returns.
+func (c *Controller) Start(ctx context.Context) error {
+	types := c.serviceTypes()
+	for _, t := range types {
+		c.opts.Informers.acquire(t.cache, t.gvk)
+	}
+	defer func() {
+		for _, t := range types {
+			if err := c.opts.Informers.release(t.cache, t.gvk); err != nil {
+				c.log.Error(err, "Failed to release an informer")
+			}
+		}
+	}()
+	if c.opts.Preflight != nil {
+		if err := c.opts.Preflight(ctx); err != nil {
+			return err
+		}
+	}
+	// An earlier controller of the same local type may have added the
+	// index. Adding it waits for the informer of the local type to sync,
+	// which never happens if the agent may not list or watch that type.
+	indexCtx, cancel := context.WithTimeout(ctx, indexSyncTimeout)
+	err := c.opts.LocalCache.IndexField(indexCtx, typed(c.opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues)
+	cancel()
+	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("%w: %s: %w", ErrLocalTypeNotSynced, c.opts.LocalGVK, err)
+	}
+	go func() {
+		for _, l := range c.local {
+			select {
+			case <-l.synced:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(c.synced)
+	}()
+	return c.ctrl.Start(ctx)
+}
+
+type serviceType struct {
+	cache cache.Informers
+	gvk   schema.GroupVersionKind
+}
+
+// serviceTypes are the service-side informers the controller uses.
+func (c *Controller) serviceTypes() []serviceType {
+	out := []serviceType{{c.opts.LocalCache, c.opts.LocalGVK}}
+	for _, t := range c.opts.RelatedTypes {
+		out = append(out, serviceType{c.opts.RelatedCache, t.Service.GVK})
+	}
+	return out
+}
+
+// New creates an unstarted sync controller. The caller engages workspaces
+// and starts it.
+func New(opts Options) (*Controller, error) {
 	pr := opts.PublishedResource
 	namer, err := naming.NewNamer(pr.Spec.Naming)
 	if err != nil {
@@ -163,16 +250,35 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
+	if opts.Informers == nil {
+		opts.Informers = &SharedInformers{}
+	}
+	log := opts.Log.WithName(ControllerName).WithValues("publishedresource", pr.Name)
 
+	kcpWatches, err := kcpWatches(opts, entries)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	localSources, err := localSources(opts, entries)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	c := &Controller{
+		hub:    newHub(log, kcpWatches),
+		local:  localSources,
+		opts:   opts,
+		log:    log,
+		synced: make(chan struct{}),
+	}
 	r := &reconciler{
-		mgr:             mgr,
+		workspaces:      c.hub,
 		pr:              pr,
 		remoteGVK:       opts.RemoteGVK,
 		deletionOnly:    opts.DeletionOnly,
 		resourceFilter:  resourceFilter,
 		namespaceFilter: namespaceFilter,
-		log:             mgr.GetLogger().WithName(ControllerName).WithValues("publishedresource", pr.Name),
-		prRecorder:      mgr.GetLocalManager().GetEventRecorderFor(ControllerName),
+		log:             log,
+		prRecorder:      opts.Events,
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -190,13 +296,13 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 		},
 	}
 
-	ctrl, err := mccontroller.NewUnmanaged(ControllerName, mgr, controller.TypedOptions[mcreconcile.Request]{
+	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.Workers,
 		// Every PublishedResource has its own controller with the shared name.
 		SkipNameValidation: ptr(true),
 		LogConstructor: func(req *mcreconcile.Request) logr.Logger {
-			l := r.log
+			l := log
 			if req != nil {
 				l = l.WithValues("cluster", req.ClusterName, "request", req.NamespacedName)
 			}
@@ -206,35 +312,15 @@ func New(mgr mcmanager.Manager, opts Options) (mccontroller.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-
-	// An earlier controller of the same local type may have added the index.
-	// Adding it waits for the informer of the local type to sync, which
-	// never happens if the agent may not list or watch that type: bounded,
-	// so that the syncmanager is not held up.
-	indexCtx, cancel := context.WithTimeout(context.Background(), indexSyncTimeout)
-	defer cancel()
-	if err := opts.LocalCache.IndexField(indexCtx, typed(opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
-		// The informer keeps listing in the background; no controller
-		// uses it (a working one would have synced it), so it goes.
-		if rerr := opts.LocalCache.RemoveInformer(context.Background(), typed(opts.LocalGVK)); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrLocalTypeNotSynced, opts.LocalGVK, err)
+	if err := c.ctrl.Watch(c.hub); err != nil {
+		return nil, err
 	}
-	if err := ctrl.MultiClusterWatch(mcsource.Kind(typed(opts.RemoteGVK), mchandler.TypedEnqueueRequestForObject[*unstructured.Unstructured]())); err != nil {
-		return nil, fmt.Errorf("failed to watch kcp objects: %w", err)
-	}
-	ours := predicate.NewTypedPredicateFuncs(func(o *unstructured.Unstructured) bool { return !objmeta.OwnedByOtherAgent(o, opts.AgentName) })
-	if err := ctrl.Watch(source.TypedKind[*unstructured.Unstructured, mcreconcile.Request](opts.LocalCache, typed(opts.LocalGVK),
-		handler.TypedEnqueueRequestsFromMapFunc(localToRemote), ours)); err != nil {
-		return nil, fmt.Errorf("failed to watch local copies: %w", err)
-	}
-	for _, e := range entries {
-		if err := watchRelated(ctrl, opts, e); err != nil {
-			return nil, fmt.Errorf("failed to watch related %q: %w", e.Identifier, err)
+	for _, l := range localSources {
+		if err := c.ctrl.Watch(l); err != nil {
+			return nil, err
 		}
 	}
-	return ctrl, nil
+	return c, nil
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -255,7 +341,7 @@ func localToRemote(_ context.Context, obj *unstructured.Unstructured) []mcreconc
 }
 
 type reconciler struct {
-	mgr             mcmanager.Manager
+	workspaces      *hub
 	pr              *syncagentv1alpha1.PublishedResource
 	remoteGVK       schema.GroupVersionKind
 	deletionOnly    bool
@@ -268,11 +354,14 @@ type reconciler struct {
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	cl, err := r.mgr.GetCluster(ctx, req.ClusterName)
-	if err != nil {
+	engaged, ok := r.workspaces.workspace(req.ClusterName)
+	if !ok {
 		// The workspace is gone (unbound); nothing to do.
-		return reconcile.Result{}, nil //nolint:nilerr // see comment.
+		return reconcile.Result{}, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	defer cancel()
+	cl := engaged.Cluster
 	// Reads come from the workspace's cache (the provider's client reads
 	// unstructured objects live), writes go to the workspace.
 	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
@@ -287,7 +376,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		if r.deletionOnly {
 			return reconcile.Result{}, nil
 		}
-		matches, err := r.matches(ctx, cl, obj)
+		matches, err := r.matches(ctx, kcpClient, obj)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -299,7 +388,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	recorder := cl.GetEventRecorderFor(ControllerName)
 	ws := syncer.Workspace{Client: kcpClient, Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
-		if ws.Path, err = workspacePath(ctx, cl); err != nil {
+		var err error
+		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 			return reconcile.Result{}, err
@@ -370,32 +460,44 @@ func (c cachedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList
 	return c.cache.List(ctx, list, opts...)
 }
 
-// ensureInformer starts the informer of an unstructured type explicitly:
-// the provider's wildcard cache would otherwise start a typed informer for
-// types its scheme knows (ConfigMaps, Secrets) and then not find it.
+// ensureInformer starts the informer of the type explicitly and waits,
+// bounded by ctx, until it has synced. Reading through the provider's cache
+// without it would start the informer itself and wait for it without a
+// deadline (forever if the virtual workspace does not serve the type: a
+// claim that is missing). Unstructured types get an unstructured informer:
+// the wildcard cache would otherwise start a typed one for types its scheme
+// knows (ConfigMaps, Secrets) and then not find it.
 func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) error {
+	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	var o ctrlruntimeclient.Object = typed(gvk)
 	if _, ok := obj.(runtime.Unstructured); !ok {
-		return nil
+		n, err := c.Scheme().New(gvk)
+		if err != nil {
+			return err
+		}
+		if o, ok = n.(ctrlruntimeclient.Object); !ok {
+			return fmt.Errorf("%s is not an object", gvk)
+		}
 	}
-	gvk := obj.GetObjectKind().GroupVersionKind()
-	if _, isList := obj.(*unstructured.UnstructuredList); isList {
-		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	}
-	if _, err := c.cache.GetInformer(ctx, typed(gvk)); err != nil {
-		return fmt.Errorf("failed to start the informer for %s: %w", gvk, err)
+	if _, err := c.cache.GetInformer(ctx, o); err != nil {
+		return fmt.Errorf("failed to read %s from the workspace cache: %w", gvk, err)
 	}
 	return nil
 }
 
 // matches applies spec.filter; the namespace filter is skipped for
 // cluster-scoped kcp objects.
-func (r *reconciler) matches(ctx context.Context, cl cluster.Cluster, obj *unstructured.Unstructured) (bool, error) {
+func (r *reconciler) matches(ctx context.Context, c ctrlruntimeclient.Reader, obj *unstructured.Unstructured) (bool, error) {
 	if r.resourceFilter != nil && !r.resourceFilter.Matches(labels.Set(obj.GetLabels())) {
 		return false, nil
 	}
 	if r.namespaceFilter != nil && obj.GetNamespace() != "" {
 		ns := &corev1.Namespace{}
-		if err := cl.GetClient().Get(ctx, types.NamespacedName{Name: obj.GetNamespace()}, ns); err != nil {
+		if err := c.Get(ctx, types.NamespacedName{Name: obj.GetNamespace()}, ns); err != nil {
 			return false, fmt.Errorf("failed to get namespace %s (needs the namespaces permission claim): %w", obj.GetNamespace(), err)
 		}
 		if !r.namespaceFilter.Matches(labels.Set(ns.Labels)) {
@@ -407,9 +509,9 @@ func (r *reconciler) matches(ctx context.Context, cl cluster.Cluster, obj *unstr
 
 // workspacePath reads the workspace path from the workspace's LogicalCluster
 // (needs the core.kcp.io logicalclusters claim).
-func workspacePath(ctx context.Context, cl cluster.Cluster) (string, error) {
+func workspacePath(ctx context.Context, c ctrlruntimeclient.Reader) (string, error) {
 	lc := &kcpcorev1alpha1.LogicalCluster{}
-	if err := cl.GetClient().Get(ctx, types.NamespacedName{Name: kcpcorev1alpha1.LogicalClusterName}, lc); err != nil {
+	if err := c.Get(ctx, types.NamespacedName{Name: kcpcorev1alpha1.LogicalClusterName}, lc); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
 			return "", fmt.Errorf("failed to read the LogicalCluster (is the logicalclusters claim accepted?): %w", err)
 		}

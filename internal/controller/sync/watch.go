@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -9,60 +10,106 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
-	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
-	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 )
 
-// watchRelated makes changes of an entry's origin objects enqueue their
-// primaries (spec.related[].watch): byOwner follows an ownerReference to a
-// primary of the same side in the same namespace; bySelector enqueues the
-// primaries on that side whose labels match.
-func watchRelated(ctrl mccontroller.Controller, opts Options, e *related.Entry) error {
-	w := e.Watch
-	if w == nil || (w.ByOwner == nil && w.BySelector == nil) {
-		return nil
-	}
-	var selector labels.Selector
-	if w.ByOwner == nil {
-		var err error
-		if selector, err = metav1.LabelSelectorAsSelector(w.BySelector); err != nil {
-			return err
+// kcpWatches are the kcp-side watches: the primaries, and the kcp-origin
+// related objects of entries with spec.related[].watch (byOwner follows an
+// ownerReference to a primary in the same namespace; bySelector enqueues
+// the workspace's primaries whose labels match). Entries of one type share
+// a watch.
+func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
+	primary := kcpWatch{obj: typed(opts.RemoteGVK), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
+		return []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	}}
+	out := []kcpWatch{primary}
+	byType := map[schema.GroupVersionKind][]func(Workspace, *unstructured.Unstructured) []types.NamespacedName{}
+	var order []schema.GroupVersionKind
+	for _, e := range entries {
+		if e.Origin != related.SideKcp {
+			continue
 		}
+		byOwner, selector, err := watchMode(e)
+		if err != nil || (!byOwner && selector == nil) {
+			if err != nil {
+				return nil, fmt.Errorf("spec.related %q: watch: %w", e.Identifier, err)
+			}
+			continue
+		}
+		keys := func(_ Workspace, obj *unstructured.Unstructured) []types.NamespacedName {
+			return owners(obj, opts.RemoteGVK, opts.RemoteNamespaced)
+		}
+		if selector != nil {
+			keys = func(ws Workspace, _ *unstructured.Unstructured) []types.NamespacedName {
+				var out []types.NamespacedName
+				// The workspace's own cache: no request per event.
+				for _, o := range matching(context.Background(), ws.Cluster.GetCache(), opts.RemoteGVK, selector) {
+					out = append(out, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+				}
+				return out
+			}
+		}
+		if _, seen := byType[e.Kcp.GVK]; !seen {
+			order = append(order, e.Kcp.GVK)
+		}
+		byType[e.Kcp.GVK] = append(byType[e.Kcp.GVK], keys)
 	}
-
-	if e.Origin == related.SideKcp {
-		return ctrl.MultiClusterWatch(mcsource.Kind(typed(e.Kcp.GVK),
-			func(clusterName string, cl cluster.Cluster) handler.TypedEventHandler[*unstructured.Unstructured, mcreconcile.Request] {
-				return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj *unstructured.Unstructured) []mcreconcile.Request {
-					keys := owners(obj, opts.RemoteGVK, opts.RemoteNamespaced)
-					if selector != nil {
-						keys = nil
-						for _, o := range matching(ctx, cl.GetClient(), opts.RemoteGVK, selector) {
-							keys = append(keys, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
-						}
-					}
-					reqs := make([]mcreconcile.Request, 0, len(keys))
-					for _, k := range keys {
-						reqs = append(reqs, mcreconcile.Request{ClusterName: clusterName, Request: reconcile.Request{NamespacedName: k}})
-					}
-					return reqs
-				})
-			}))
+	for _, gvk := range order {
+		fns := byType[gvk]
+		out = append(out, kcpWatch{obj: typed(gvk), keys: func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName {
+			var out []types.NamespacedName
+			for _, o := range []*unstructured.Unstructured{old, obj} {
+				if o == nil {
+					continue
+				}
+				for _, fn := range fns {
+					out = append(out, fn(ws, o)...)
+				}
+			}
+			return out
+		}})
 	}
+	return out, nil
+}
 
-	// Service side: map local primaries to their kcp objects.
-	return ctrl.Watch(source.TypedKind[*unstructured.Unstructured, mcreconcile.Request](opts.RelatedCache, typed(e.Service.GVK),
-		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj *unstructured.Unstructured) []mcreconcile.Request {
+// localSources are the service-side watches: the local copies of this
+// agent, and the service-origin related objects of entries with
+// spec.related[].watch, mapped to the kcp objects of their primaries.
+// Entries of one type share a watch.
+func localSources(opts Options, entries []*related.Entry) ([]*localSource, error) {
+	copies := newLocalSource(opts.LocalCache, typed(opts.LocalGVK), func(ctx context.Context, _, obj *unstructured.Unstructured) []mcreconcile.Request {
+		if objmeta.OwnedByOtherAgent(obj, opts.AgentName) {
+			return nil
+		}
+		return localToRemote(ctx, obj)
+	})
+	out := []*localSource{copies}
+	byType := map[schema.GroupVersionKind][]func(context.Context, *unstructured.Unstructured) []mcreconcile.Request{}
+	var order []schema.GroupVersionKind
+	for _, e := range entries {
+		if e.Origin == related.SideKcp {
+			continue
+		}
+		byOwner, selector, err := watchMode(e)
+		if err != nil || (!byOwner && selector == nil) {
+			if err != nil {
+				return nil, fmt.Errorf("spec.related %q: watch: %w", e.Identifier, err)
+			}
+			continue
+		}
+		keys := func(ctx context.Context, obj *unstructured.Unstructured) []mcreconcile.Request {
 			var reqs []mcreconcile.Request
-			if selector != nil {
+			for _, k := range owners(obj, opts.LocalGVK, opts.LocalNamespaced) {
+				reqs = append(reqs, localKeyToRemote(ctx, opts, k)...)
+			}
+			return reqs
+		}
+		if selector != nil {
+			keys = func(ctx context.Context, _ *unstructured.Unstructured) []mcreconcile.Request {
+				var reqs []mcreconcile.Request
 				for _, o := range matching(ctx, opts.LocalCache, opts.LocalGVK, selector) {
 					if !objmeta.OwnedByOtherAgent(o, opts.AgentName) {
 						reqs = append(reqs, localToRemote(ctx, o)...)
@@ -70,11 +117,43 @@ func watchRelated(ctrl mccontroller.Controller, opts Options, e *related.Entry) 
 				}
 				return reqs
 			}
-			for _, k := range owners(obj, opts.LocalGVK, opts.LocalNamespaced) {
-				reqs = append(reqs, localKeyToRemote(ctx, opts, k)...)
+		}
+		if _, seen := byType[e.Service.GVK]; !seen {
+			order = append(order, e.Service.GVK)
+		}
+		byType[e.Service.GVK] = append(byType[e.Service.GVK], keys)
+	}
+	for _, gvk := range order {
+		fns := byType[gvk]
+		out = append(out, newLocalSource(opts.RelatedCache, typed(gvk), func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request {
+			var reqs []mcreconcile.Request
+			for _, o := range []*unstructured.Unstructured{old, obj} {
+				if o == nil {
+					continue
+				}
+				for _, fn := range fns {
+					reqs = append(reqs, fn(ctx, o)...)
+				}
 			}
 			return reqs
-		})))
+		}))
+	}
+	return out, nil
+}
+
+// watchMode reads an entry's spec.related[].watch.
+func watchMode(e *related.Entry) (byOwner bool, selector labels.Selector, err error) {
+	w := e.Watch
+	switch {
+	case w == nil:
+		return false, nil, nil
+	case w.ByOwner != nil:
+		return true, nil, nil
+	case w.BySelector != nil:
+		selector, err = metav1.LabelSelectorAsSelector(w.BySelector)
+		return false, selector, err
+	}
+	return false, nil, nil
 }
 
 // owners returns the primaries obj names as owners.

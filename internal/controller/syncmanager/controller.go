@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
-	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
@@ -124,15 +124,15 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, forbidden and failed.
+	// servedMu guards kcpTypes, notServed and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
-	// forbidden counts consecutive starts refused for missing permissions or
-	// a local type that could not be listed.
-	forbidden map[string]int
+	// informers counts the sync controllers' uses of the service-side
+	// informers.
+	informers *syncctrl.SharedInformers
 	// review checks the agent's permissions on the service cluster.
 	review accessReviewer
 	// failed remembers endpoints whose discovery failed recently.
@@ -245,7 +245,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		status:        &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:           log,
 		notServed:     map[string]int{},
-		forbidden:     map[string]int{},
+		informers:     &syncctrl.SharedInformers{},
 		review:        requestReviewer(metadataClient),
 		failed:        map[string]endpointFailure{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
@@ -270,7 +270,12 @@ func Add(mgr manager.Manager, opts Options) error {
 		// controllers); unchanged keys make it a no-op.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged()))).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
-		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected))
+		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
+		// The fleet tells when a sync controller runs or stops on its own.
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			f.setNotify(func(prName string) { q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: prName}}) })
+			return nil
+		}))
 	if opts.Target.APIExportMode {
 		b = b.WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), allSelected))
 	}
@@ -388,19 +393,10 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	}
 	prCopy := pr.DeepCopy()
 	localGVR := localGVK.GroupVersion().WithResource(src.Spec.Names.Plural)
-	err = r.fleet.Ensure(pr.Name, key, func() (mccontroller.Controller, error) {
-		// Without these permissions the controller's cache of local copies
-		// would wait for a sync that never comes.
-		if err := checkAccess(ctx, r.review, localGVR, cacheVerbs); err != nil {
-			if access := (*accessError)(nil); errors.As(err, &access) {
-				return nil, err
-			}
-			// Another failure (a conversion webhook down, say): the
-			// controller is built anyway; its index wait is bounded.
-			r.log.Info("Cannot check the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
-		}
+	st := r.fleet.Ensure(pr.Name, key, func() (syncController, error) {
 		r.log.Info("Starting sync controller", "publishedresource", pr.Name, "local", localGVK, "kcp", remoteGVK)
-		return syncctrl.New(r.mcMgr, syncctrl.Options{
+		local := r.mcMgr.GetLocalManager()
+		return syncctrl.New(syncctrl.Options{
 			PublishedResource: prCopy,
 			DeletionOnly:      key.deletionOnly,
 			AgentName:         r.AgentName,
@@ -410,30 +406,44 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			LocalNamespaced:   key.localNamespaced,
 			RemoteNamespaced:  projected.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			StatusSubresource: key.statusSubresource,
-			Service:           r.mcMgr.GetLocalManager().GetClient(),
+			Service:           local.GetClient(),
 			LocalCache:        r.copiesCache,
-			ServiceReader:     r.mcMgr.GetLocalManager().GetAPIReader(),
+			ServiceReader:     local.GetAPIReader(),
 			RelatedTypes:      relatedTypes,
 			RelatedService:    r.relatedClient,
 			RelatedCache:      r.relatedCache,
+			Log:               local.GetLogger(),
+			Events:            local.GetEventRecorderFor(syncctrl.ControllerName),
+			Informers:         r.informers,
+			// Without these permissions the controller's cache of local
+			// copies would wait for a sync that never comes.
+			Preflight: func(ctx context.Context) error {
+				err := checkAccess(ctx, r.review, localGVR, cacheVerbs)
+				if access := (*accessError)(nil); err != nil && !errors.As(err, &access) {
+					// Another failure (a conversion webhook down, say): the
+					// controller starts anyway; its index wait is bounded.
+					r.log.Info("Cannot check the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
+					return nil
+				}
+				return err
+			},
 		})
 	})
-	if err != nil {
-		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", err)
-		if errors.Is(err, syncctrl.ErrInvalidConfig) {
+	switch st.Phase {
+	case PhaseFailed:
+		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", st.Err)
+		if errors.Is(st.Err, syncctrl.ErrInvalidConfig) {
 			// Terminal until the PublishedResource changes (ConfigValid says why).
 			return cond, reconcile.Result{}, nil
 		}
-		if access := (*accessError)(nil); errors.As(err, &access) || errors.Is(err, syncctrl.ErrLocalTypeNotSynced) {
-			// A grant (or a recovering API server) sends no event: check
-			// again, with backoff.
-			return cond, reconcile.Result{RequeueAfter: r.backoff(r.forbidden, pr.Name)}, nil
-		}
-		return cond, reconcile.Result{}, err
+		// A grant (or a recovering API server) sends no event: try again
+		// after the backoff.
+		return cond, reconcile.Result{RequeueAfter: st.RetryIn}, nil
+	case PhaseStarting:
+		// The fleet asks for a reconcile when the controller runs or fails.
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "The sync controller for %s is starting: it waits until it has listed the local objects.", remoteGVK),
+			reconcile.Result{RequeueAfter: endpointRecheckInterval}, nil
 	}
-	r.servedMu.Lock()
-	delete(r.forbidden, pr.Name)
-	r.servedMu.Unlock()
 	recheck := reconcile.Result{RequeueAfter: endpointRecheckInterval}
 	switch {
 	case len(check.unreachable) > 0:

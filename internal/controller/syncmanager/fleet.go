@@ -18,13 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -58,6 +59,18 @@ type fleet struct {
 	mu          sync.Mutex
 	clusters    map[string]engaged
 	controllers map[string]*running
+	// failures are the last start failures of PublishedResources whose
+	// controller is not running, with their backoff.
+	failures map[string]*failure
+	// notify asks the syncmanager to reconcile a PublishedResource (its
+	// controller synced or stopped); set when the syncmanager starts.
+	notify func(prName string)
+	// wg counts the goroutines of controllers and endpoints: Start returns
+	// only after all of them ended, so that the leader lease is released
+	// only when nothing writes any more.
+	wg sync.WaitGroup
+	// now is the clock of the backoff.
+	now func() time.Time
 
 	// state reads and deletes the related state of released primaries.
 	state *state.Store
@@ -69,15 +82,62 @@ type endpoint struct {
 }
 
 type engaged struct {
-	ctx     context.Context //nolint:containedctx // ends when the workspace is disengaged.
-	cluster cluster.Cluster
+	ctx context.Context //nolint:containedctx // ends when the workspace is disengaged.
+	ws  syncctrl.Workspace
+}
+
+// syncController is what the fleet needs of a sync controller.
+type syncController interface {
+	Engage(ctx context.Context, ws syncctrl.Workspace)
+	Start(ctx context.Context) error
+	Synced() <-chan struct{}
 }
 
 type running struct {
 	key    controllerKey
-	ctrl   mccontroller.Controller
+	ctrl   syncController
 	cancel context.CancelFunc
 	done   chan struct{}
+	// synced: the controller runs its workers (guarded by fleet.mu).
+	synced bool
+}
+
+// failure is the last start failure of a PublishedResource's controller.
+type failure struct {
+	key     controllerKey
+	err     error
+	count   int
+	retryAt time.Time
+}
+
+// Restarting a controller that failed waits startRetryMin, doubling with
+// each consecutive failure up to startRetryMax.
+const (
+	startRetryMin = time.Second
+	startRetryMax = 5 * time.Minute
+)
+
+// Phase is where a PublishedResource's controller is.
+type Phase int
+
+const (
+	// PhaseStopped: no controller runs and none failed.
+	PhaseStopped Phase = iota
+	// PhaseStarting: the controller was started and waits for its caches.
+	PhaseStarting
+	// PhaseRunning: the controller runs its workers.
+	PhaseRunning
+	// PhaseFailed: the controller could not start or stopped on its own;
+	// it is started again after the backoff.
+	PhaseFailed
+)
+
+// Status is the state of a PublishedResource's controller.
+type Status struct {
+	Phase Phase
+	// Err and RetryIn are set in PhaseFailed.
+	Err     error
+	RetryIn time.Duration
 }
 
 var (
@@ -94,15 +154,36 @@ func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config) *fleet
 		providers:   map[string]*endpoint{},
 		clusters:    map[string]engaged{},
 		controllers: map[string]*running{},
+		failures:    map[string]*failure{},
+		now:         time.Now,
 	}
 }
 
-// Start records the leader's run context and blocks until it ends.
+// Start records the leader's run context and blocks until it ends and
+// every controller and endpoint connection has stopped.
 func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
 	close(f.started)
 	<-ctx.Done()
+	f.wg.Wait()
 	return nil
+}
+
+// setNotify sets the function that asks for a PublishedResource's
+// reconcile.
+func (f *fleet) setNotify(fn func(prName string)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notify = fn
+}
+
+func (f *fleet) changed(prName string) {
+	f.mu.Lock()
+	fn := f.notify
+	f.mu.Unlock()
+	if fn != nil {
+		fn(prName)
+	}
 }
 
 // NeedLeaderElection: only the leader connects to kcp and syncs.
@@ -172,7 +253,11 @@ func (f *fleet) SetEndpoints(urls []string) error {
 		ep := &endpoint{provider: p, cancel: cancel}
 		f.providers[u] = ep
 		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
-		go f.runEndpoint(ctx, u, cfg, ep)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.runEndpoint(ctx, u, cfg, ep)
+		}()
 	}
 	return nil
 }
@@ -225,36 +310,65 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 }
 
 // Engage implements multicluster.Aware: record the workspace and engage it
-// into every running controller.
+// into every running controller. Nothing here waits: controllers engage
+// in the background.
 func (f *fleet) Engage(ctx context.Context, name string, cl cluster.Cluster) error {
+	ws := syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: f.endpointOf(ctx, name, cl)}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.clusters[name] = engaged{ctx: ctx, cluster: cl}
-	for prName, r := range f.controllers {
-		if err := r.ctrl.Engage(ctx, name, cl); err != nil {
-			f.log.Error(err, "Failed to engage workspace", "cluster", name, "publishedresource", prName)
-		}
+	f.clusters[name] = engaged{ctx: ctx, ws: ws}
+	ctrls := make([]syncController, 0, len(f.controllers))
+	for _, r := range f.controllers {
+		ctrls = append(ctrls, r.ctrl)
 	}
-	go func() {
-		<-ctx.Done()
+	f.mu.Unlock()
+	for _, c := range ctrls {
+		c.Engage(ctx, ws)
+	}
+	context.AfterFunc(ctx, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.clusters[name].cluster == cl {
+		if f.clusters[name].ws.Cluster == cl {
 			delete(f.clusters, name)
 		}
-	}()
+	})
 	return nil
 }
 
-// Ensure runs exactly one controller for the PublishedResource: it keeps a
-// running controller with the same key, otherwise stops the old one (and
-// waits for it) before it builds, engages and starts the new one.
-func (f *fleet) Ensure(prName string, key controllerKey, build func() (mccontroller.Controller, error)) error {
+// endpointOf returns the informers of the endpoint whose provider engaged
+// the workspace; the workspace's own cache (its events filtered the same
+// way, with one handler per workspace) if no provider knows it.
+func (f *fleet) endpointOf(ctx context.Context, name string, cl cluster.Cluster) cache.Informers {
+	f.provMu.RLock()
+	defer f.provMu.RUnlock()
+	for _, ep := range f.providers {
+		if c, err := ep.provider.Get(ctx, name); err == nil && c == cl {
+			return ep.provider.GetWildcard()
+		}
+	}
+	return cl.GetCache()
+}
+
+// Ensure runs exactly one controller for the PublishedResource and returns
+// its status: it keeps a controller with the same key, otherwise stops the
+// old one (and waits for it) before it builds, engages and starts the new
+// one. A controller that failed is started again only after its backoff;
+// a build that fails counts as a failure. build must not wait on anything.
+func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncController, error)) Status {
 	f.mu.Lock()
 	old := f.controllers[prName]
 	if old != nil && old.key == key {
+		st := old.status()
 		f.mu.Unlock()
-		return nil
+		return st
+	}
+	if fl := f.failures[prName]; fl != nil {
+		if fl.key != key {
+			// The configuration changed: a fresh start.
+			delete(f.failures, prName)
+		} else if wait := fl.retryAt.Sub(f.now()); wait > 0 {
+			f.mu.Unlock()
+			return Status{Phase: PhaseFailed, Err: fl.err, RetryIn: wait}
+		}
 	}
 	delete(f.controllers, prName)
 	f.mu.Unlock()
@@ -264,38 +378,96 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (mccontrol
 
 	ctrl, err := build()
 	if err != nil {
+		f.mu.Lock()
+		st := f.failed(prName, key, err)
+		f.mu.Unlock()
 		metrics.SyncControllers.Set(float64(f.count()))
-		return err
+		return st
 	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	r := &running{key: key, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
 
 	f.mu.Lock()
-	for name, e := range f.clusters {
-		if err := ctrl.Engage(e.ctx, name, e.cluster); err != nil {
-			f.log.Error(err, "Failed to engage workspace", "cluster", name, "publishedresource", prName)
-		}
-	}
+	clusters := slices.Collect(maps.Values(f.clusters))
 	f.controllers[prName] = r
 	n := len(f.controllers)
 	f.mu.Unlock()
+	for _, e := range clusters {
+		ctrl.Engage(e.ctx, e.ws)
+	}
 	metrics.SyncControllers.Set(float64(n))
 	metrics.SyncControllerStarts.WithLabelValues(prName).Inc()
 
+	f.wg.Add(2)
 	go func() {
-		defer close(r.done)
-		if err := ctrl.Start(ctx); err != nil && ctx.Err() == nil {
-			f.log.Error(err, "Sync controller failed", "publishedresource", prName)
+		defer f.wg.Done()
+		select {
+		case <-ctrl.Synced():
+			f.mu.Lock()
+			r.synced = true
+			if f.controllers[prName] == r {
+				delete(f.failures, prName)
+			}
+			f.mu.Unlock()
+			f.changed(prName)
+		case <-ctx.Done():
 		}
 	}()
-	return nil
+	go func() {
+		defer f.wg.Done()
+		defer close(r.done)
+		err := ctrl.Start(ctx)
+		stopped := ctx.Err() != nil
+		cancel()
+		if stopped {
+			return
+		}
+		if err == nil {
+			err = errors.New("the sync controller stopped unexpectedly")
+		}
+		f.log.Error(err, "Sync controller failed", "publishedresource", prName)
+		f.mu.Lock()
+		if f.controllers[prName] == r {
+			delete(f.controllers, prName)
+			f.failed(prName, key, err)
+		}
+		f.mu.Unlock()
+		metrics.SyncControllers.Set(float64(f.count()))
+		f.changed(prName)
+	}()
+	return Status{Phase: PhaseStarting}
 }
 
-// Stop stops the PublishedResource's controller, if any.
+// failed records a start failure and returns the status it gives.
+// Callers hold f.mu.
+func (f *fleet) failed(prName string, key controllerKey, err error) Status {
+	fl := f.failures[prName]
+	if fl == nil || fl.key != key {
+		fl = &failure{key: key}
+		f.failures[prName] = fl
+	}
+	wait := min(startRetryMin<<min(fl.count, 20), startRetryMax)
+	fl.count++
+	fl.err = err
+	fl.retryAt = f.now().Add(wait)
+	return Status{Phase: PhaseFailed, Err: err, RetryIn: wait}
+}
+
+// status of a running controller. Callers hold f.mu.
+func (r *running) status() Status {
+	if r.synced {
+		return Status{Phase: PhaseRunning}
+	}
+	return Status{Phase: PhaseStarting}
+}
+
+// Stop stops the PublishedResource's controller, if any, and forgets its
+// failures.
 func (f *fleet) Stop(prName string) {
 	f.mu.Lock()
 	old := f.controllers[prName]
 	delete(f.controllers, prName)
+	delete(f.failures, prName)
 	n := len(f.controllers)
 	f.mu.Unlock()
 	if old != nil {
@@ -318,7 +490,7 @@ func (f *fleet) Release(ctx context.Context, prName string) {
 		return
 	}
 	for name, e := range clusters {
-		if err := releaseFinalizers(ctx, e.cluster, old.key.remoteGVK); err != nil {
+		if err := releaseFinalizers(ctx, e.ws.Cluster, old.key.remoteGVK); err != nil {
 			f.log.Error(err, "Failed to release finalizers", "cluster", name, "publishedresource", prName)
 		}
 	}
@@ -343,7 +515,7 @@ func (f *fleet) releaseRelated(ctx context.Context, gk schema.GroupKind, cluster
 		if !ok {
 			continue
 		}
-		if err := f.releaseSource(ctx, gk, e.cluster, rec); err != nil {
+		if err := f.releaseSource(ctx, gk, e.ws.Cluster, rec); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -409,7 +581,7 @@ func releaseObject(ctx context.Context, cl cluster.Cluster, obj *unstructured.Un
 func (f *fleet) engagedCluster(name string) cluster.Cluster {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.clusters[name].cluster
+	return f.clusters[name].ws.Cluster
 }
 
 // syncedGVK returns the kcp GVK of a running controller for gk.

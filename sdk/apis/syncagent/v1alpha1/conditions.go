@@ -65,8 +65,12 @@ const (
 	ReasonNoEndpoints = "NoEndpoints"
 	// ReasonEndpointUnreachable: an endpoint cannot be reached.
 	ReasonEndpointUnreachable = "EndpointUnreachable"
-	// ReasonControllerStartFailed: the sync controller could not be started.
+	// ReasonControllerStartFailed: the sync controller could not be started
+	// or stopped on its own; it is started again with backoff.
 	ReasonControllerStartFailed = "ControllerStartFailed"
+	// ReasonControllerStarting: the sync controller was started and waits
+	// until it has listed the objects it watches on the service cluster.
+	ReasonControllerStarting = "ControllerStarting"
 )
 
 // Reasons of the ConfigValid condition.

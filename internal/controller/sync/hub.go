@@ -1,0 +1,351 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+// Workspace is an engaged consumer workspace.
+type Workspace struct {
+	Name string
+	// Cluster reads (its cache is scoped to the workspace) and writes in
+	// the workspace.
+	Cluster cluster.Cluster
+	// Endpoint holds the informers of the workspace's endpoint (its
+	// wildcard cache): every workspace of an endpoint shares them.
+	Endpoint cache.Informers
+}
+
+// kcpWatch is a kcp-side type whose events enqueue primaries: keys maps an
+// object of a workspace (and its previous version on updates, else nil) to
+// the primaries to reconcile.
+type kcpWatch struct {
+	obj  *unstructured.Unstructured
+	keys func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName
+}
+
+// Registering a kcp-side handler is retried (a type an endpoint does not
+// serve yet has no REST mapping) after registerRetryMin, doubling up to
+// registerRetryMax.
+const (
+	registerRetryMin = time.Second
+	registerRetryMax = time.Minute
+)
+
+// hub routes the events of kcp-side informers to the controller's queue.
+//
+// kcp's informers are per endpoint and hold the objects of all its
+// workspaces. The hub adds one handler per watched type and endpoint,
+// however many workspaces the endpoint has, and enqueues an event only for
+// the workspace the object belongs to and only while that workspace is
+// engaged: one reconcile per event. The handlers are removed when the last
+// workspace of their endpoint is disengaged and when the controller stops,
+// so that nothing fires for a stopped controller.
+//
+// The hub is the controller's source: Start hands it the queue. Engage
+// never waits: registrations (which may ask the endpoint's discovery) run
+// on their own goroutine, and no lock is held across them.
+type hub struct {
+	watches []kcpWatch
+	log     logr.Logger
+
+	mu         sync.RWMutex
+	ctx        context.Context //nolint:containedctx // the controller's run context, set by Start.
+	queue      workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	stopped    bool
+	workspaces map[string]*engagedWorkspace
+	// users counts the engaged workspaces of each endpoint.
+	users     map[cache.Informers]int
+	endpoints map[cache.Informers]*endpointWatch
+}
+
+type engagedWorkspace struct {
+	Workspace
+	// release undoes the disengage-on-context-end registration.
+	release func() bool
+}
+
+// endpointWatch is the registration of the watches on one endpoint:
+// handles is nil while it is being made.
+type endpointWatch struct {
+	handles []handle
+}
+
+type handle struct {
+	informer cache.Informer
+	reg      toolscache.ResourceEventHandlerRegistration
+}
+
+func newHub(log logr.Logger, watches []kcpWatch) *hub {
+	return &hub{
+		watches:    watches,
+		log:        log,
+		workspaces: map[string]*engagedWorkspace{},
+		users:      map[cache.Informers]int{},
+		endpoints:  map[cache.Informers]*endpointWatch{},
+	}
+}
+
+// Start implements source.TypedSource: the controller starts it with its
+// queue.
+func (h *hub) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	h.mu.Lock()
+	if h.queue != nil || h.stopped {
+		h.mu.Unlock()
+		return errors.New("the kcp event hub was started twice")
+	}
+	h.ctx, h.queue = ctx, queue
+	var todo []registration
+	for _, ws := range h.workspaces {
+		if _, ok := h.endpoints[ws.Endpoint]; !ok {
+			ew := &endpointWatch{}
+			h.endpoints[ws.Endpoint] = ew
+			todo = append(todo, registration{ws.Endpoint, ew})
+		}
+	}
+	h.mu.Unlock()
+	for _, r := range todo {
+		go h.register(r)
+	}
+	context.AfterFunc(ctx, h.stop)
+	return nil
+}
+
+func (h *hub) String() string { return "kcp workspaces" }
+
+type registration struct {
+	endpoint cache.Informers
+	watch    *endpointWatch
+}
+
+// Engage routes the workspace's events to the controller from now until
+// ctx ends. Engaging the same cluster again is a no-op.
+func (h *hub) Engage(ctx context.Context, ws Workspace) {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	var drop []handle
+	if old, ok := h.workspaces[ws.Name]; ok {
+		if old.Cluster == ws.Cluster {
+			h.mu.Unlock()
+			return
+		}
+		old.release()
+		drop = h.forget(old)
+	}
+	e := &engagedWorkspace{Workspace: ws}
+	h.workspaces[ws.Name] = e
+	h.users[ws.Endpoint]++
+	e.release = context.AfterFunc(ctx, func() { h.disengage(e) })
+	var todo *registration
+	ew, registered := h.endpoints[ws.Endpoint]
+	switch {
+	case h.queue == nil:
+		// Start registers.
+	case !registered:
+		ew = &endpointWatch{}
+		h.endpoints[ws.Endpoint] = ew
+		todo = &registration{ws.Endpoint, ew}
+	}
+	h.mu.Unlock()
+	removeHandles(drop)
+
+	switch {
+	case todo != nil:
+		// New handlers are told of every object of the endpoint.
+		go h.register(*todo)
+	case registered:
+		// The handlers (being) added may have been told of this
+		// workspace's objects before it was engaged.
+		go h.replay(e)
+	}
+}
+
+// workspace returns an engaged workspace.
+func (h *hub) workspace(name string) (Workspace, bool) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	e, ok := h.workspaces[name]
+	if !ok {
+		return Workspace{}, false
+	}
+	return e.Workspace, true
+}
+
+func (h *hub) disengage(e *engagedWorkspace) {
+	h.mu.Lock()
+	if h.workspaces[e.Name] != e {
+		h.mu.Unlock()
+		return
+	}
+	drop := h.forget(e)
+	h.mu.Unlock()
+	removeHandles(drop)
+}
+
+// forget removes a workspace and returns the handlers of its endpoint if
+// no other workspace uses it. Callers hold h.mu.
+func (h *hub) forget(e *engagedWorkspace) []handle {
+	delete(h.workspaces, e.Name)
+	if h.users[e.Endpoint]--; h.users[e.Endpoint] > 0 {
+		return nil
+	}
+	delete(h.users, e.Endpoint)
+	ew := h.endpoints[e.Endpoint]
+	if ew == nil {
+		return nil
+	}
+	delete(h.endpoints, e.Endpoint)
+	return ew.handles
+}
+
+// stop removes every handler; the hub routes nothing afterwards.
+func (h *hub) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	var drop []handle
+	for _, ew := range h.endpoints {
+		drop = append(drop, ew.handles...)
+	}
+	for _, e := range h.workspaces {
+		e.release()
+	}
+	h.workspaces = map[string]*engagedWorkspace{}
+	h.users = map[cache.Informers]int{}
+	h.endpoints = map[cache.Informers]*endpointWatch{}
+	h.mu.Unlock()
+	removeHandles(drop)
+}
+
+// current reports whether a registration is still wanted.
+func (h *hub) current(r registration) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return !h.stopped && h.endpoints[r.endpoint] == r.watch
+}
+
+// register adds the handlers of every watch to the endpoint's informers,
+// retrying with backoff while a type cannot be found, and keeps them if
+// the registration is still wanted.
+func (h *hub) register(r registration) {
+	handles := make([]handle, 0, len(h.watches))
+	wait := registerRetryMin
+	for _, w := range h.watches {
+		for {
+			if !h.current(r) {
+				removeHandles(handles)
+				return
+			}
+			hd, err := h.addHandler(r.endpoint, w)
+			if err == nil {
+				handles = append(handles, hd)
+				break
+			}
+			h.log.Info("Cannot watch a kcp type yet; retrying", "kind", w.obj.GetKind(), "after", wait, "error", err.Error())
+			select {
+			case <-h.ctx.Done():
+				removeHandles(handles)
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, registerRetryMax)
+		}
+	}
+	h.mu.Lock()
+	keep := !h.stopped && h.endpoints[r.endpoint] == r.watch
+	if keep {
+		r.watch.handles = handles
+	}
+	h.mu.Unlock()
+	if !keep {
+		removeHandles(handles)
+	}
+}
+
+func (h *hub) addHandler(ep cache.Informers, w kcpWatch) (handle, error) {
+	inf, err := ep.GetInformer(h.ctx, w.obj.DeepCopy(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return handle{}, err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.route(ep, w, nil, obj) },
+		UpdateFunc: func(old, obj any) { h.route(ep, w, old, obj) },
+		DeleteFunc: func(obj any) { h.route(ep, w, nil, obj) },
+	})
+	if err != nil {
+		return handle{}, err
+	}
+	return handle{informer: inf, reg: reg}, nil
+}
+
+// route enqueues the primaries an event of the endpoint concerns, if the
+// object's workspace is engaged through that endpoint.
+func (h *hub) route(ep cache.Informers, w kcpWatch, oldObj, obj any) {
+	o := asUnstructured(obj)
+	if o == nil {
+		return
+	}
+	name := logicalcluster.From(o).String()
+	h.mu.RLock()
+	e, ok := h.workspaces[name]
+	queue := h.queue
+	stopped := h.stopped
+	h.mu.RUnlock()
+	if !ok || stopped || e.Endpoint != ep {
+		return
+	}
+	for _, k := range w.keys(e.Workspace, asUnstructured(oldObj), o) {
+		queue.Add(mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: k}})
+	}
+}
+
+// replay enqueues the primaries of a workspace engaged after its
+// endpoint's handlers listed the endpoint.
+func (h *hub) replay(e *engagedWorkspace) {
+	list := &unstructured.UnstructuredList{}
+	gvk := h.watches[0].obj.GroupVersionKind()
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	h.mu.RLock()
+	ctx, queue := h.ctx, h.queue
+	h.mu.RUnlock()
+	if err := e.Cluster.GetCache().List(ctx, list); err != nil {
+		// Without an informer yet, the handlers to come list everything.
+		h.log.V(1).Info("Cannot list the objects of a newly engaged workspace", "cluster", e.Name, "error", err.Error())
+		return
+	}
+	for i := range list.Items {
+		for _, k := range h.watches[0].keys(e.Workspace, nil, &list.Items[i]) {
+			queue.Add(mcreconcile.Request{ClusterName: e.Name, Request: reconcile.Request{NamespacedName: k}})
+		}
+	}
+}
+
+func asUnstructured(obj any) *unstructured.Unstructured {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	return u
+}
+
+func removeHandles(handles []handle) {
+	for _, hd := range handles {
+		_ = hd.informer.RemoveEventHandler(hd.reg)
+	}
+}

@@ -1,0 +1,290 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+var thingGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+
+func thing(cluster, name string) *unstructured.Unstructured {
+	o := typed(thingGVK)
+	o.SetName(name)
+	o.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+	return o
+}
+
+// hubHarness drives a hub with two endpoints.
+type hubHarness struct {
+	t         *testing.T
+	hub       *hub
+	queue     workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	endpoints map[string]*fakeInformers
+	// cancel disengages a workspace.
+	cancel  map[string]context.CancelFunc
+	stopHub context.CancelFunc
+}
+
+func newHubHarness(t *testing.T) *hubHarness {
+	primary := kcpWatch{obj: typed(thingGVK), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
+		return []types.NamespacedName{{Name: obj.GetName()}}
+	}}
+	h := &hubHarness{
+		t:         t,
+		hub:       newHub(logr.Discard(), []kcpWatch{primary}),
+		queue:     workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]()),
+		endpoints: map[string]*fakeInformers{"a": newFakeInformers(), "b": newFakeInformers()},
+		cancel:    map[string]context.CancelFunc{},
+	}
+	t.Cleanup(h.queue.ShutDown)
+	return h
+}
+
+func (h *hubHarness) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stopHub = cancel
+	h.t.Cleanup(cancel)
+	if err := h.hub.Start(ctx, h.queue); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *hubHarness) engage(name, endpoint string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	h.cancel[name] = cancel
+	ep := h.endpoints[endpoint]
+	h.hub.Engage(ctx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: ep}, Endpoint: ep})
+}
+
+func (h *hubHarness) add(endpoint, cluster, name string) {
+	h.endpoints[endpoint].informer(thingGVK).add(thing(cluster, name))
+}
+
+// drain returns the queued requests as "cluster/name", sorted, once the
+// queue has been quiet for a moment.
+func (h *hubHarness) drain() []string {
+	var got []string
+	for {
+		if h.queue.Len() == 0 {
+			time.Sleep(50 * time.Millisecond)
+			if h.queue.Len() == 0 {
+				break
+			}
+		}
+		req, _ := h.queue.Get()
+		got = append(got, req.ClusterName+"/"+req.Name)
+		h.queue.Done(req)
+		h.queue.Forget(req)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// eventually waits until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *hubHarness) handlers(endpoint string) int { return h.endpoints[endpoint].handlerCount() }
+
+func TestHubStateTransitions(t *testing.T) {
+	type step struct {
+		do func(h *hubHarness)
+		// handlers per endpoint after the step (checked with a wait).
+		handlersA, handlersB int
+		// queued requests after the step.
+		queued []string
+	}
+	testcases := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "workspaces engaged before start share one handler per endpoint",
+			steps: []step{
+				{do: func(h *hubHarness) { h.engage("ws1", "a"); h.engage("ws2", "a"); h.engage("ws3", "b") }},
+				{do: func(h *hubHarness) { h.start() }, handlersA: 1, handlersB: 1},
+			},
+		},
+		{
+			name: "an event is enqueued once, for its own workspace",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a"); h.engage("ws2", "a"); h.engage("ws3", "a") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.add("a", "ws2", "x") }, handlersA: 1, queued: []string{"ws2/x"}},
+			},
+		},
+		{
+			name: "events of workspaces that are not engaged, or engaged through another endpoint, are dropped",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a"); h.engage("ws2", "b") }, handlersA: 1, handlersB: 1},
+				{do: func(h *hubHarness) { h.add("a", "other", "x"); h.add("a", "ws2", "y") }, handlersA: 1, handlersB: 1},
+			},
+		},
+		{
+			name: "a workspace engaged later gets its existing objects, and only those",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.add("a", "ws2", "x"); h.add("a", "ws1", "y") }, handlersA: 1, queued: []string{"ws1/y"}},
+				{do: func(h *hubHarness) { h.engage("ws2", "a") }, handlersA: 1, queued: []string{"ws2/x"}},
+			},
+		},
+		{
+			name: "the new handler of an endpoint lists the objects of its engaged workspaces",
+			steps: []step{
+				{do: func(h *hubHarness) { h.add("a", "ws1", "x"); h.add("a", "ws9", "z") }},
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a") }, handlersA: 1, queued: []string{"ws1/x"}},
+			},
+		},
+		{
+			name: "disengaging the last workspace of an endpoint removes its handler; events are dropped",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a"); h.engage("ws2", "a") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.cancel["ws1"]() }, handlersA: 1},
+				{do: func(h *hubHarness) { h.add("a", "ws1", "x") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.cancel["ws2"]() }},
+				{do: func(h *hubHarness) { h.add("a", "ws2", "y") }},
+			},
+		},
+		{
+			name: "a workspace engaged again after it left gets a handler again",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.cancel["ws1"]() }},
+				{do: func(h *hubHarness) { h.add("a", "ws1", "x"); h.engage("ws1", "a") }, handlersA: 1, queued: []string{"ws1/x"}},
+			},
+		},
+		{
+			name: "a workspace that moves to another endpoint follows it",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a") }, handlersA: 1},
+				{do: func(h *hubHarness) { h.engage("ws1", "b") }, handlersB: 1},
+				{do: func(h *hubHarness) { h.add("a", "ws1", "old"); h.add("b", "ws1", "new") }, handlersB: 1, queued: []string{"ws1/new"}},
+			},
+		},
+		{
+			name: "stopping removes every handler and ignores later engagements",
+			steps: []step{
+				{do: func(h *hubHarness) { h.start(); h.engage("ws1", "a"); h.engage("ws2", "b") }, handlersA: 1, handlersB: 1},
+				{do: func(h *hubHarness) { h.stopHub() }},
+				{do: func(h *hubHarness) { h.engage("ws3", "a"); h.add("a", "ws3", "x") }},
+			},
+		},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHubHarness(t)
+			for i, s := range tc.steps {
+				s.do(h)
+				eventually(t, fmt.Sprintf("step %d: %d handler(s) on endpoint a, %d on b", i, s.handlersA, s.handlersB), func() bool {
+					return h.handlers("a") == s.handlersA && h.handlers("b") == s.handlersB
+				})
+				if got := h.drain(); !slices.Equal(got, s.queued) {
+					t.Fatalf("step %d: queued %v, want %v", i, got, s.queued)
+				}
+			}
+		})
+	}
+}
+
+// TestHubRouting100Workspaces: one kcp event is one reconcile, whatever
+// the number of engaged workspaces (the provider's scoped informers gave
+// one per workspace).
+func TestHubRouting100Workspaces(t *testing.T) {
+	h := newHubHarness(t)
+	h.start()
+	for i := range 100 {
+		h.engage(fmt.Sprintf("ws%d", i), "a")
+	}
+	eventually(t, "one handler", func() bool { return h.handlers("a") == 1 })
+	if got := h.drain(); len(got) != 0 {
+		t.Fatalf("queued before any event: %v", got)
+	}
+	for i := range 100 {
+		h.add("a", fmt.Sprintf("ws%d", i), "x")
+	}
+	if got := h.drain(); len(got) != 100 {
+		t.Fatalf("100 events gave %d requests, want 100", len(got))
+	}
+}
+
+// TestControllerRestartsLeaveNothing starts and stops a sync controller 100
+// times with engaged workspaces: no handler stays registered on any
+// informer, the service-side informers are removed, and the number of
+// goroutines returns to where it was.
+func TestControllerRestartsLeaveNothing(t *testing.T) {
+	endpoint, local, relatedCache := newFakeInformers(), newFakeInformers(), newFakeInformers()
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	configMapGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	opts := testOptions(t)
+	opts.LocalCache, opts.RelatedCache = local, relatedCache
+	opts.PublishedResource.Spec.Related = relatedSpecs()
+	opts.RelatedTypes = []RelatedTypes{
+		{Kcp: relatedType(secretGVK, "secrets"), Service: relatedType(secretGVK, "secrets")},
+		{Kcp: relatedType(configMapGVK, "configmaps"), Service: relatedType(configMapGVK, "configmaps")},
+	}
+	wsCtx, disengage := context.WithCancel(context.Background())
+	defer disengage()
+
+	run := func() {
+		c, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			name := fmt.Sprintf("ws%d", i)
+			c.Engage(wsCtx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: endpoint}, Endpoint: endpoint})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		select {
+		case <-c.Synced():
+		case err := <-done:
+			t.Fatalf("the controller stopped: %v", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the controller did not sync")
+		}
+		// kcp: the primaries and the kcp-origin Secrets; service: the
+		// copies and the service-origin ConfigMaps.
+		eventually(t, "the handlers of a running controller", func() bool {
+			return endpoint.handlerCount() == 2 && local.handlerCount() == 1 && relatedCache.handlerCount() == 1
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	run() // warm up: the first run starts goroutines that live on (queue metrics, for one)
+	baseline := runtime.NumGoroutine()
+	for range 100 {
+		run()
+	}
+	eventually(t, "no handlers left", func() bool {
+		return endpoint.handlerCount() == 0 && local.handlerCount() == 0 && relatedCache.handlerCount() == 0
+	})
+	if local.removed != 101 || relatedCache.removed != 202 {
+		t.Errorf("informers removed: %d local (want 101), %d related (want 202)", local.removed, relatedCache.removed)
+	}
+	eventually(t, fmt.Sprintf("goroutines back to %d", baseline), func() bool { return runtime.NumGoroutine() <= baseline+2 })
+}

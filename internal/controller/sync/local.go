@@ -1,0 +1,118 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+// localSyncPoll is how often WaitForSync looks at a local handler.
+const localSyncPoll = 100 * time.Millisecond
+
+// localSource watches a type in a service-cluster cache: changes enqueue
+// the requests keys maps them to (the object's previous version is nil
+// except on updates). Its handler is removed when the controller stops;
+// the controller waits for it to have seen every object before it starts
+// its workers.
+type localSource struct {
+	cache cache.Informers
+	obj   *unstructured.Unstructured
+	keys  func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request
+
+	// ready is closed once the handler was added (or could not be);
+	// synced once WaitForSync saw it synced.
+	ready      chan struct{}
+	synced     chan struct{}
+	syncedOnce sync.Once
+	mu         sync.Mutex
+	handle handle
+	err    error
+}
+
+func newLocalSource(c cache.Informers, obj *unstructured.Unstructured, keys func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request) *localSource {
+	return &localSource{cache: c, obj: obj, keys: keys, ready: make(chan struct{}), synced: make(chan struct{})}
+}
+
+func (s *localSource) String() string {
+	return fmt.Sprintf("service cluster %s", s.obj.GroupVersionKind())
+}
+
+// Start adds the handler in the background (finding the informer may ask
+// discovery) and removes it when ctx ends.
+func (s *localSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	go func() {
+		hd, err := s.add(ctx, queue)
+		s.mu.Lock()
+		s.handle, s.err = hd, err
+		s.mu.Unlock()
+		close(s.ready)
+		if err == nil {
+			context.AfterFunc(ctx, func() { removeHandles([]handle{hd}) })
+		}
+	}()
+	return nil
+}
+
+func (s *localSource) add(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) (handle, error) {
+	inf, err := s.cache.GetInformer(ctx, s.obj.DeepCopy(), cache.BlockUntilSynced(false))
+	if err != nil {
+		return handle{}, fmt.Errorf("failed to get the informer of %s: %w", s.obj.GroupVersionKind(), err)
+	}
+	enqueue := func(old, obj any) {
+		o := asUnstructured(obj)
+		if o == nil {
+			return
+		}
+		for _, r := range s.keys(ctx, asUnstructured(old), o) {
+			queue.Add(r)
+		}
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(nil, obj) },
+		UpdateFunc: enqueue,
+		DeleteFunc: func(obj any) { enqueue(nil, obj) },
+	})
+	if err != nil {
+		return handle{}, err
+	}
+	if ctx.Err() != nil {
+		_ = inf.RemoveEventHandler(reg)
+		return handle{}, ctx.Err()
+	}
+	return handle{informer: inf, reg: reg}, nil
+}
+
+// WaitForSync implements source.SyncingSource: it returns when the handler
+// has been told of every object, or with an error when ctx ends first.
+func (s *localSource) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", s, ctx.Err())
+	}
+	s.mu.Lock()
+	hd, err := s.handle, s.err
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	t := time.NewTicker(localSyncPoll)
+	defer t.Stop()
+	for !hd.reg.HasSynced() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s has not synced: %w", s, errors.Join(ctx.Err(), ErrLocalTypeNotSynced))
+		case <-t.C:
+		}
+	}
+	s.syncedOnce.Do(func() { close(s.synced) })
+	return nil
+}

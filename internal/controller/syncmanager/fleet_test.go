@@ -1,0 +1,264 @@
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+)
+
+// fakeController is a sync controller whose start the test decides.
+type fakeController struct {
+	mu      sync.Mutex
+	engaged []string
+	synced  chan struct{}
+	// startErr, if set, is returned by Start at once.
+	startErr error
+	// stopped is closed when Start has returned.
+	stopped chan struct{}
+}
+
+func newFakeController() *fakeController {
+	return &fakeController{synced: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+func (c *fakeController) Engage(_ context.Context, ws syncctrl.Workspace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.engaged = append(c.engaged, ws.Name)
+}
+
+func (c *fakeController) Start(ctx context.Context) error {
+	defer close(c.stopped)
+	if c.startErr != nil {
+		return c.startErr
+	}
+	<-ctx.Done()
+	// Workers finishing their reconciles.
+	time.Sleep(20 * time.Millisecond)
+	return nil
+}
+
+func (c *fakeController) Synced() <-chan struct{} { return c.synced }
+
+func (c *fakeController) workspaces() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.engaged...)
+}
+
+type fleetHarness struct {
+	t        *testing.T
+	fleet    *fleet
+	clock    time.Time
+	notified chan string
+	stop     context.CancelFunc
+	stopped  chan struct{}
+}
+
+func newFleetHarness(t *testing.T) *fleetHarness {
+	h := &fleetHarness{t: t, clock: time.Unix(1000, 0), notified: make(chan string, 100), stopped: make(chan struct{})}
+	h.fleet = newFleet(logr.Discard(), nil, nil)
+	h.fleet.now = func() time.Time { return h.clock }
+	h.fleet.setNotify(func(pr string) { h.notified <- pr })
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	go func() {
+		_ = h.fleet.Start(ctx)
+		close(h.stopped)
+	}()
+	if err := h.fleet.waitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		<-h.stopped
+	})
+	return h
+}
+
+func (h *fleetHarness) ensure(key controllerKey, c *fakeController) Status {
+	return h.fleet.Ensure("pr", key, func() (syncController, error) { return c, nil })
+}
+
+func (h *fleetHarness) waitNotified() {
+	h.t.Helper()
+	select {
+	case pr := <-h.notified:
+		if pr != "pr" {
+			h.t.Fatalf("notified for %q", pr)
+		}
+	case <-time.After(5 * time.Second):
+		h.t.Fatal("the fleet did not ask for a reconcile")
+	}
+}
+
+func key(generation int64) controllerKey {
+	return controllerKey{generation: generation, remoteGVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}}
+}
+
+func TestFleetControllerLifecycle(t *testing.T) {
+	failing := errors.New("cache did not sync")
+	testcases := []struct {
+		name string
+		run  func(t *testing.T, h *fleetHarness)
+	}{
+		{
+			name: "starting, then running once synced",
+			run: func(t *testing.T, h *fleetHarness) {
+				c := newFakeController()
+				if st := h.ensure(key(1), c); st.Phase != PhaseStarting {
+					t.Fatalf("got %+v, want starting", st)
+				}
+				if st := h.ensure(key(1), newFakeController()); st.Phase != PhaseStarting {
+					t.Fatalf("same key: got %+v, want starting (kept)", st)
+				}
+				close(c.synced)
+				h.waitNotified()
+				if st := h.ensure(key(1), newFakeController()); st.Phase != PhaseRunning {
+					t.Fatalf("got %+v, want running", st)
+				}
+			},
+		},
+		{
+			name: "a controller that stops on its own is dropped, reported and restarted after a growing backoff",
+			run: func(t *testing.T, h *fleetHarness) {
+				c := newFakeController()
+				c.startErr = failing
+				h.ensure(key(1), c)
+				h.waitNotified()
+				st := h.ensure(key(1), newFakeController())
+				if st.Phase != PhaseFailed || !errors.Is(st.Err, failing) || st.RetryIn != time.Second {
+					t.Fatalf("got %+v, want failed, retry in 1s", st)
+				}
+				h.clock = h.clock.Add(time.Second)
+				again := newFakeController()
+				again.startErr = failing
+				if st := h.ensure(key(1), again); st.Phase != PhaseStarting {
+					t.Fatalf("after the backoff: got %+v, want starting", st)
+				}
+				h.waitNotified()
+				if st := h.ensure(key(1), newFakeController()); st.Phase != PhaseFailed || st.RetryIn != 2*time.Second {
+					t.Fatalf("second failure: got %+v, want retry in 2s", st)
+				}
+			},
+		},
+		{
+			name: "a changed configuration starts at once, whatever the backoff",
+			run: func(t *testing.T, h *fleetHarness) {
+				c := newFakeController()
+				c.startErr = failing
+				h.ensure(key(1), c)
+				h.waitNotified()
+				if st := h.ensure(key(2), newFakeController()); st.Phase != PhaseStarting {
+					t.Fatalf("got %+v, want starting", st)
+				}
+			},
+		},
+		{
+			name: "a build that fails is a failure with backoff",
+			run: func(t *testing.T, h *fleetHarness) {
+				build := func() (syncController, error) { return nil, failing }
+				if st := h.fleet.Ensure("pr", key(1), build); st.Phase != PhaseFailed || st.RetryIn != time.Second {
+					t.Fatalf("got %+v", st)
+				}
+				built := false
+				st := h.fleet.Ensure("pr", key(1), func() (syncController, error) { built = true; return newFakeController(), nil })
+				if built || st.Phase != PhaseFailed {
+					t.Fatalf("within the backoff: built %v, %+v", built, st)
+				}
+			},
+		},
+		{
+			name: "running resets the backoff",
+			run: func(t *testing.T, h *fleetHarness) {
+				for range 3 {
+					c := newFakeController()
+					c.startErr = failing
+					h.clock = h.clock.Add(time.Hour)
+					h.ensure(key(1), c)
+					h.waitNotified()
+				}
+				h.clock = h.clock.Add(time.Hour)
+				ok := newFakeController()
+				h.ensure(key(1), ok)
+				close(ok.synced)
+				h.waitNotified()
+				h.fleet.Stop("pr")
+				bad := newFakeController()
+				bad.startErr = failing
+				h.ensure(key(1), bad)
+				h.waitNotified()
+				if st := h.ensure(key(1), newFakeController()); st.RetryIn != time.Second {
+					t.Fatalf("got %+v, want retry in 1s", st)
+				}
+			},
+		},
+		{
+			name: "a new key stops the old controller before the new one starts",
+			run: func(t *testing.T, h *fleetHarness) {
+				old := newFakeController()
+				h.ensure(key(1), old)
+				h.fleet.Ensure("pr", key(2), func() (syncController, error) {
+					select {
+					case <-old.stopped:
+					default:
+						t.Error("the new controller was built while the old one ran")
+					}
+					return newFakeController(), nil
+				})
+			},
+		},
+		{
+			name: "workspaces are engaged into controllers whatever the order",
+			run: func(t *testing.T, h *fleetHarness) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if err := h.fleet.Engage(ctx, "ws1", fakeCluster{}); err != nil {
+					t.Fatal(err)
+				}
+				c := newFakeController()
+				h.ensure(key(1), c)
+				if err := h.fleet.Engage(ctx, "ws2", fakeCluster{}); err != nil {
+					t.Fatal(err)
+				}
+				if got := c.workspaces(); len(got) != 2 {
+					t.Fatalf("engaged %v, want ws1 and ws2", got)
+				}
+			},
+		},
+		{
+			name: "the fleet returns from Start only after its controllers stopped",
+			run: func(t *testing.T, h *fleetHarness) {
+				c := newFakeController()
+				h.ensure(key(1), c)
+				h.stop()
+				<-h.stopped
+				select {
+				case <-c.stopped:
+				default:
+					t.Fatal("Start returned while a controller still ran")
+				}
+			},
+		},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, newFleetHarness(t))
+		})
+	}
+}
+
+// fakeCluster is a workspace no provider knows.
+type fakeCluster struct{ cluster.Cluster }
+
+func (fakeCluster) GetCache() cache.Cache { return nil }
