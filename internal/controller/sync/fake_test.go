@@ -145,7 +145,9 @@ type fakeCluster struct {
 	endpoint        *fakeInformers
 }
 
-func (c *fakeCluster) GetCache() cache.Cache { return &fakeScoped{fakeInformers: c.endpoint, name: c.name} }
+func (c *fakeCluster) GetCache() cache.Cache {
+	return &fakeScoped{fakeInformers: c.endpoint, name: c.name}
+}
 
 type fakeScoped struct {
 	*fakeInformers

@@ -33,8 +33,8 @@ type localSource struct {
 	synced     chan struct{}
 	syncedOnce sync.Once
 	mu         sync.Mutex
-	handle handle
-	err    error
+	handle     handle
+	err        error
 }
 
 func newLocalSource(c cache.Informers, obj *unstructured.Unstructured, keys func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request) *localSource {
