@@ -36,22 +36,38 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("the service cluster does not serve %s", e.GK)
 }
 
-// Resolver resolves group/kinds to source CRDs.
+// Resolver resolves group/kinds to source CRDs. It is safe for concurrent
+// use and holds no lock across a request.
 type Resolver struct {
-	mu    sync.Mutex
 	disco discovery.CachedDiscoveryInterface
 	crds  ctrlruntimeclient.Reader
+
+	// mu guards the fields below.
+	mu sync.Mutex
 	// models are the parsed OpenAPI v2 models (nil until needed), fetched
 	// at modelsFetched.
 	models        map[schema.GroupVersionKind]proto.Schema
 	modelsFetched time.Time
+	// invalidated is when the discovery cache was last dropped.
+	invalidated time.Time
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 }
 
+// missInvalidateInterval: a lookup of a type that discovery does not list
+// drops the cached discovery (the type may have appeared: an aggregated
+// API sends no CRD event) at most this often.
+const missInvalidateInterval = 30 * time.Second
+
+// discoveryTimeout bounds each discovery request (the OpenAPI v2 document
+// included) to the service cluster.
+const discoveryTimeout = time.Minute
+
 // NewResolver returns a Resolver with a memory-cached discovery client for
 // cfg; CRDs are read through crds (normally the manager's cache).
 func NewResolver(cfg *rest.Config, crds ctrlruntimeclient.Reader) (*Resolver, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = discoveryTimeout
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create discovery client: %w", err)
@@ -62,16 +78,28 @@ func NewResolver(cfg *rest.Config, crds ctrlruntimeclient.Reader) (*Resolver, er
 // Invalidate drops the cached discovery information.
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.invalidated = r.clock()
+	r.mu.Unlock()
 	r.disco.Invalidate()
+}
+
+// invalidateOnMiss drops the cached discovery after a lookup missed, unless
+// it was dropped less than missInvalidateInterval ago.
+func (r *Resolver) invalidateOnMiss() {
+	r.mu.Lock()
+	due := r.clock().Sub(r.invalidated) >= missInvalidateInterval
+	if due {
+		r.invalidated = r.clock()
+	}
+	r.mu.Unlock()
+	if due {
+		r.disco.Invalidate()
+	}
 }
 
 // Resolve returns the source CRD of gk. The result is owned by the caller.
 // It returns a *NotFoundError when the kind is not served.
 func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextensionsv1.CustomResourceDefinition, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-
 	_, lists, err := r.disco.ServerGroupsAndResources()
 	if err != nil && len(lists) == 0 {
 		return nil, fmt.Errorf("failed to discover the service cluster's APIs: %w", err)
@@ -80,7 +108,7 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 	// hide our kind; then the kind is reported as not found.
 	kr, err := findKind(lists, gk)
 	if err != nil {
-		r.disco.Invalidate() // it may appear soon; do not keep a stale answer
+		r.invalidateOnMiss() // it may appear soon; do not keep a stale answer
 		return nil, err
 	}
 
@@ -133,19 +161,25 @@ const (
 // older than missingModelRefetchInterval. If a fetch fails, older models
 // are still used.
 func (r *Resolver) openAPIModels(missing bool) (map[schema.GroupVersionKind]proto.Schema, error) {
-	age := r.clock().Sub(r.modelsFetched)
-	if r.models != nil && age < openAPIModelsTTL && (!missing || age < missingModelRefetchInterval) {
-		return r.models, nil
+	r.mu.Lock()
+	cached, fetched := r.models, r.modelsFetched
+	age := r.clock().Sub(fetched)
+	r.mu.Unlock()
+	if cached != nil && age < openAPIModelsTTL && (!missing || age < missingModelRefetchInterval) {
+		return cached, nil
 	}
+	// Fetched without the lock: concurrent callers may fetch twice.
 	models, err := r.fetchModels()
 	if err != nil {
-		if r.models != nil {
-			return r.models, nil
+		if cached != nil {
+			return cached, nil
 		}
 		return nil, err
 	}
+	r.mu.Lock()
 	r.models, r.modelsFetched = models, r.clock()
-	return r.models, nil
+	r.mu.Unlock()
+	return models, nil
 }
 
 func (r *Resolver) fetchModels() (map[schema.GroupVersionKind]proto.Schema, error) {
@@ -160,6 +194,7 @@ func (r *Resolver) fetchModels() (map[schema.GroupVersionKind]proto.Schema, erro
 	return modelsByGVK(models), nil
 }
 
+// clock returns the time; callers may hold r.mu.
 func (r *Resolver) clock() time.Time {
 	if r.now != nil {
 		return r.now()

@@ -28,6 +28,8 @@ type countingDiscovery struct {
 	docs      []*openapi_v2.Document
 	fetches   int
 	fail      bool
+	// invalidations counts the drops of the cache.
+	invalidations int
 }
 
 func (d *countingDiscovery) ServerPreferredResources() ([]*metav1.APIResourceList, error) {
@@ -44,7 +46,7 @@ func (d *countingDiscovery) OpenAPISchema() (*openapi_v2.Document, error) {
 }
 
 func (d *countingDiscovery) Fresh() bool { return true }
-func (d *countingDiscovery) Invalidate() {}
+func (d *countingDiscovery) Invalidate() { d.invalidations++ }
 
 func newCountingResolver(t *testing.T, docs ...*openapi_v2.Document) (*Resolver, *countingDiscovery) {
 	t.Helper()
@@ -133,5 +135,38 @@ func TestResolver_missingModelRefetches(t *testing.T) {
 	}
 	if d.fetches != 3 {
 		t.Errorf("%d fetches, want a third one after the TTL", d.fetches)
+	}
+}
+
+// TestResolver_missesInvalidateRarely: lookups of a type that is not served
+// (a PublishedResource retried with backoff, a related type) drop the
+// discovery cache at most every missInvalidateInterval, not on every miss.
+func TestResolver_missesInvalidateRarely(t *testing.T) {
+	r, d := newCountingResolver(t, goldenDocument(t))
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	missingKind := schema.GroupKind{Group: "example.com", Kind: "Nothing"}
+	missingResource := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "nothings"}
+	for range 5 {
+		var notFound *NotFoundError
+		if _, err := r.Resolve(context.Background(), missingKind); !errors.As(err, &notFound) {
+			t.Fatalf("err = %v, want not found", err)
+		}
+		if _, err := r.ResourceInfo(missingResource); err == nil {
+			t.Fatal("want an error for a resource that is not served")
+		}
+	}
+	if d.invalidations != 1 {
+		t.Fatalf("10 misses within the interval dropped the cache %d times, want 1", d.invalidations)
+	}
+	now = now.Add(missInvalidateInterval)
+	_, _ = r.ResourceInfo(missingResource)
+	if d.invalidations != 2 {
+		t.Errorf("a miss after the interval: %d drops, want 2", d.invalidations)
+	}
+	r.Invalidate()
+	_, _ = r.ResourceInfo(missingResource)
+	if d.invalidations != 3 {
+		t.Errorf("an explicit invalidation counts as the last drop: %d drops, want 3", d.invalidations)
 	}
 }

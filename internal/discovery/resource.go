@@ -44,13 +44,12 @@ func ResourceInfo(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResour
 }
 
 // ResourceInfo looks gvr up on the service cluster (cached discovery; a
-// miss drops the cache, so a type that appears later is found).
+// miss drops the cache at most every missInvalidateInterval, so a type
+// that appears later is found).
 func (r *Resolver) ResourceInfo(gvr schema.GroupVersionResource) (TypeInfo, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	info, err := ResourceInfo(r.disco, gvr)
 	if err != nil {
-		r.disco.Invalidate()
+		r.invalidateOnMiss()
 	}
 	return info, err
 }

@@ -6,12 +6,16 @@ package selection
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-logr/logr"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/workqueue"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,38 +37,84 @@ func List(ctx context.Context, c ctrlruntimeclient.Reader, selector labels.Selec
 	return out, nil
 }
 
-// ForCRD returns requests for the selected PublishedResources whose source
-// type is the CRD's group/kind.
-func ForCRD(ctx context.Context, c ctrlruntimeclient.Reader, selector labels.Selector, crd *apiextensionsv1.CustomResourceDefinition) ([]reconcile.Request, error) {
-	prs, err := List(ctx, c, selector)
-	if err != nil {
-		return nil, err
-	}
-	var reqs []reconcile.Request
-	for _, pr := range prs {
-		if pr.Spec.Resource.APIGroup == crd.Spec.Group && pr.Spec.Resource.Kind == crd.Spec.Names.Kind {
-			reqs = append(reqs, reconcile.Request{NamespacedName: ctrlruntimeclient.ObjectKeyFromObject(&pr)})
-		}
-	}
-	return reqs, nil
-}
-
-// CRDEventHandler returns a handler for CRD events: it calls invalidate (a
-// CRD changed what the service cluster serves, so cached discovery is stale)
-// and enqueues the selected PublishedResources of the CRD's group/kind.
+// CRDEventHandler returns a handler for CRD events: it enqueues the
+// selected PublishedResources of the CRD's group/kind, and calls invalidate
+// (cached discovery is stale) when the event changes what the service
+// cluster serves (a CRD created or deleted, its spec changed, its names
+// accepted or it became established) and a selected PublishedResource
+// uses the CRD's group, as its source or a related type. Status updates
+// that change nothing served keep the cache.
 func CRDEventHandler(c ctrlruntimeclient.Reader, selector labels.Selector, invalidate func(), log logr.Logger) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
+	handle := func(ctx context.Context, obj ctrlruntimeclient.Object, served bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 		if !ok {
-			return nil
+			return
 		}
-		invalidate()
-		reqs, err := ForCRD(ctx, c, selector, crd)
+		prs, err := List(ctx, c, selector)
 		if err != nil {
 			log.Error(err, "Failed to map a CRD event", "crd", crd.Name)
+			return
 		}
-		return reqs
-	})
+		invalidated := false
+		for i := range prs {
+			pr := &prs[i]
+			if served && !invalidated && slices.Contains(groups(pr), crd.Spec.Group) {
+				invalidate()
+				invalidated = true
+			}
+			if pr.Spec.Resource.APIGroup == crd.Spec.Group && pr.Spec.Resource.Kind == crd.Spec.Names.Kind {
+				q.Add(reconcile.Request{NamespacedName: ctrlruntimeclient.ObjectKeyFromObject(pr)})
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			handle(ctx, e.Object, true, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			handle(ctx, e.ObjectNew, servedChanged(e.ObjectOld, e.ObjectNew), q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			handle(ctx, e.Object, true, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			handle(ctx, e.Object, true, q)
+		},
+	}
+}
+
+// servedChanged reports whether a CRD update can change discovery: its
+// spec (generation), its accepted names or its Established condition.
+func servedChanged(oldObj, newObj ctrlruntimeclient.Object) bool {
+	o, ok1 := oldObj.(*apiextensionsv1.CustomResourceDefinition)
+	n, ok2 := newObj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Status.AcceptedNames, n.Status.AcceptedNames) ||
+		established(o) != established(n)
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.ConditionStatus {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established {
+			return c.Status
+		}
+	}
+	return apiextensionsv1.ConditionUnknown
+}
+
+// groups are the API groups a PublishedResource uses on the service
+// cluster (and, for related types, possibly in kcp: a superset is fine).
+func groups(pr *syncagentv1alpha1.PublishedResource) []string {
+	out := []string{pr.Spec.Resource.APIGroup}
+	for _, rel := range pr.Spec.Related {
+		out = append(out, rel.Group)
+		if rel.Projection != nil {
+			out = append(out, rel.Projection.Group)
+		}
+	}
+	return out
 }
 
 // Matches reports whether obj is selected.

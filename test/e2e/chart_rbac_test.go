@@ -23,13 +23,15 @@ import (
 // apart.
 const forbiddenRecoveryTimeout = 6 * time.Minute
 
-// TestSyncForbiddenLocalType: the service owner's most common RBAC mistake,
-// a published type the agent may not list and watch, must not stop the
-// agent. The agent runs as the chart's ServiceAccount; the chart's rules
-// grant all verbs on Things but only get/create/update/patch/delete on
-// Others. The Others PublishedResource says which verbs on which resource
-// are missing, the Things PublishedResource keeps syncing, and granting the
-// missing verbs makes Others run without a restart.
+// TestSyncForbiddenLocalType: the service owner's most common RBAC mistakes,
+// a published type or a related type the agent may not list and watch
+// cluster-wide, must not stop the agent. The agent runs as the chart's
+// ServiceAccount; the chart's rules grant all verbs on Things and Widgets
+// but only get/create/update/patch/delete on Others, and Secrets only in
+// the agent's namespace, while Widgets have related Secrets in the
+// consumers' namespaces. The Others and Widgets PublishedResources say which
+// verbs on which resource are missing, the Things PublishedResource keeps
+// syncing, and granting the missing verbs makes both run without a restart.
 func TestSyncForbiddenLocalType(t *testing.T) {
 	t.Parallel()
 	f := framework.NewFixture(t, testKcp)
@@ -43,6 +45,17 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	})
 	framework.Must(t, svc.Client.Create(ctx, thingsPR()), "create PublishedResource things")
 	framework.Must(t, svc.Client.Create(ctx, others), "create PublishedResource others")
+	svc.InstallCRD(t, framework.TestCRD("example.com", "Widget", "v1"))
+	widgets := publishedResource("widgets", "example.com", "Widget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
+			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
+			}},
+		}}
+	})
+	framework.Must(t, svc.Client.Create(ctx, widgets), "create PublishedResource widgets")
 	createKcpKubeconfigSecret(t, svc, f.KcpKubeconfig)
 	objs := renderChart(t, chartRelease, map[string]any{
 		"apiExportEndpointSliceName": f.Export.Name,
@@ -53,13 +66,15 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"others"},
 				"verbs": []any{"get", "create", "update", "patch", "delete"}},
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"widgets"},
+				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		}},
 	})
 	applyObjects(t, svc.Client, objs)
 	agent := startAsDeployment(t, svc, objs)
 	agent.waitProbe(t, "readiness", agent.container.ReadinessProbe)
 
-	for _, name := range []string{"things", "others"} {
+	for _, name := range []string{"things", "others", "widgets"} {
 		svc.WaitForPublishedResource(t, name, schemaTimeout, "ExportReady", exportReady)
 	}
 	exp, err := getExport(ctx, f.Org, f.Export.Name)
@@ -71,6 +86,11 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == syncagentv1alpha1.ReasonControllerStartFailed &&
 			strings.Contains(c.Message, "may not list, watch others.example.com cluster-wide")
 	})
+	svc.WaitForPublishedResource(t, "widgets", syncTimeout, "SyncReady False naming the related type", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == syncagentv1alpha1.ReasonControllerStartFailed &&
+			strings.Contains(c.Message, "may not list, watch secrets cluster-wide") && !strings.Contains(c.Message, "widgets")
+	})
 	svc.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
 	if err := fullSync(ctx, svc.Client, consumer, "unaffected", syncTimeout); err != nil {
@@ -80,7 +100,10 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	// The service owner grants the missing verbs.
 	grant := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "grant-others"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"example.com"}, Resources: []string{"others"}, Verbs: []string{"list", "watch"}}},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"example.com"}, Resources: []string{"others"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
+		},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "grant-others"},
@@ -89,8 +112,10 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	}
 	framework.Must(t, svc.Client.Create(ctx, grant), "create ClusterRole")
 	framework.Must(t, svc.Client.Create(ctx, binding), "create ClusterRoleBinding")
-	svc.WaitForPublishedResource(t, "others", forbiddenRecoveryTimeout, "SyncReady after the grant",
-		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	for _, name := range []string{"others", "widgets"} {
+		svc.WaitForPublishedResource(t, name, forbiddenRecoveryTimeout, "SyncReady after the grant",
+			framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	}
 	kcpOther := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Other"}
 	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpOther, "default", "after-grant", map[string]any{"color": "red"})), "create an Other in kcp")
 	framework.WaitFor(t, syncTimeout, "the Other's local copy", func(ctx context.Context) (bool, error) {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
@@ -81,20 +83,14 @@ func thingsPR(mutate ...func(*syncagentv1alpha1.PublishedResourceSpec)) *syncage
 	}}, mutate...)...)
 }
 
-// syncFixture publishes Things and binds one consumer workspace.
-func syncFixture(t *testing.T) (*framework.Fixture, *framework.Workspace) {
-	t.Helper()
-	f, consumers, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
-		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
-	return f, consumers[0]
-}
-
 // TestSyncRoundTrip: an object created in kcp appears in the service
 // cluster, its status flows back, and deleting it in kcp removes the local
-// copy before the finalizer is released.
+// copy before the finalizer is released. A healthy run logs no ERROR line.
 func TestSyncRoundTrip(t *testing.T) {
 	t.Parallel()
-	f, consumer := syncFixture(t)
+	f, consumers, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	consumer := consumers[0]
 	ctx := t.Context()
 
 	thing := newObject(kcpThing, "default", "my-thing", map[string]any{"color": "blue"})
@@ -140,6 +136,35 @@ func TestSyncRoundTrip(t *testing.T) {
 		err = consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing)
 		return ctrlruntimeclient.IgnoreNotFound(err) == nil && err != nil, nil
 	})
+	agent.NoErrors(t)
+}
+
+// TestDemoScenario: what `make demo` sets up (the consumer bound before the
+// agent starts, the demo's CRD, PublishedResource and Thing) syncs, and the
+// agent logs no ERROR line, the first thing a new user reads.
+func TestDemoScenario(t *testing.T) {
+	t.Parallel()
+	f := framework.NewFixture(t, testKcp)
+	ctx := t.Context()
+	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, framework.DefaultClaims())
+	f.Service.CreateFromFile(t, "../../hack/demo/crd.yaml", &apiextensionsv1.CustomResourceDefinition{})
+	f.Service.CreateFromFile(t, "../../hack/demo/publishedresource.yaml", &syncagentv1alpha1.PublishedResource{})
+	agent := framework.StartAgent(t, f.AgentArgs("--log-format=Console")...)
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+
+	raw, err := os.ReadFile("../../hack/demo/thing.yaml")
+	framework.Must(t, err, "read thing.yaml")
+	thing := &unstructured.Unstructured{}
+	framework.Must(t, yaml.Unmarshal(raw, &thing.Object), "parse thing.yaml")
+	framework.Must(t, consumer.Client.Create(ctx, thing), "create the demo Thing in kcp")
+	framework.WaitFor(t, syncTimeout, "the demo Thing's local copy", func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "demo.example.com", Version: "v1", Kind: "ThingList"})
+		err := f.Service.Client.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": consumer.ClusterName})
+		return err == nil && len(list.Items) == 1, err
+	})
+	agent.NoErrors(t)
 }
 
 // waitOnlyCopy waits until the objects of one workspace have exactly one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -47,6 +48,16 @@ const ControllerName = "syncagent-sync"
 // usually arrive first; this is the safety net.
 const requeueAfterWrite = 2 * time.Second
 
+// An object that waits for someone else (Result.Waiting: a local copy held
+// by foreign finalizers) is checked again after waitRetryMin, doubling up to
+// waitRetryMax; the waitReportAfter-th consecutive wait (about a minute
+// in) is reported with ObjectWaiting Events.
+const (
+	waitRetryMin    = 2 * time.Second
+	waitRetryMax    = 5 * time.Minute
+	waitReportAfter = 5
+)
+
 // reconcileTimeout bounds one reconcile: every read and write it makes,
 // including the first sync of an informer of the workspace cache.
 const reconcileTimeout = time.Minute
@@ -87,9 +98,11 @@ type Options struct {
 	Namespace string
 
 	LocalGVK, RemoteGVK schema.GroupVersionKind
-	LocalNamespaced     bool
-	RemoteNamespaced    bool
-	StatusSubresource   bool
+	// RemoteResource is the plural of RemoteGVK.
+	RemoteResource    string
+	LocalNamespaced   bool
+	RemoteNamespaced  bool
+	StatusSubresource bool
 
 	// RelatedTypes are the types of spec.related, index by index.
 	RelatedTypes []RelatedTypes
@@ -351,12 +364,38 @@ type reconciler struct {
 	log             logr.Logger
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
+
+	// waits counts the consecutive waits of each waiting object.
+	waitsMu sync.Mutex
+	waits   map[mcreconcile.Request]int
+}
+
+// waited records the outcome of a pass for req and returns how many
+// consecutive passes waited (0: it does not wait).
+func (r *reconciler) waited(req mcreconcile.Request, waiting bool) int {
+	r.waitsMu.Lock()
+	defer r.waitsMu.Unlock()
+	if !waiting {
+		delete(r.waits, req)
+		return 0
+	}
+	if r.waits == nil {
+		r.waits = map[mcreconcile.Request]int{}
+	}
+	r.waits[req]++
+	return r.waits[req]
+}
+
+// waitBackoff is the wait before the n-th consecutive check (n >= 1).
+func waitBackoff(n int) time.Duration {
+	return min(waitRetryMin<<min(n-1, 20), waitRetryMax)
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok {
 		// The workspace is gone (unbound); nothing to do.
+		r.waited(req, false)
 		return reconcile.Result{}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
@@ -367,6 +406,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.waited(req, false)
+		}
 		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
 	}
 
@@ -416,6 +458,16 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		}
 		return reconcile.Result{}, err
 	}
+	if n := r.waited(req, res.Waiting != ""); n > 0 {
+		if n == waitReportAfter {
+			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonObjectWaiting, "The object waits for the service provider, who has been notified.")
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonObjectWaiting,
+				fmt.Sprintf("%s %s in workspace %s waits: %s.", r.remoteGVK.Kind, objectKey(req), req.ClusterName, res.Waiting))
+		}
+		if !res.Requeue {
+			return reconcile.Result{RequeueAfter: waitBackoff(n)}, nil
+		}
+	}
 	if res.Requeue {
 		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
 	}
@@ -433,11 +485,14 @@ func failureMessage(kind string, req mcreconcile.Request, err error) string {
 	case reason != metav1.StatusReasonUnknown:
 		cause = "an API error: " + string(reason)
 	}
-	name := req.Name
+	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, objectKey(req), req.ClusterName, cause)
+}
+
+func objectKey(req mcreconcile.Request) string {
 	if req.Namespace != "" {
-		name = req.Namespace + "/" + req.Name
+		return req.Namespace + "/" + req.Name
 	}
-	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, name, req.ClusterName, cause)
+	return req.Name
 }
 
 // cachedReads is a client whose Get and List use a workspace cache.

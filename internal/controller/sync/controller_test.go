@@ -3,7 +3,9 @@ package sync
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,5 +52,25 @@ func TestFailureMessage(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWaitBackoff(t *testing.T) {
+	r := &reconciler{}
+	req := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "x"}}}
+	var got []time.Duration
+	for range 10 {
+		got = append(got, waitBackoff(r.waited(req, true)))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second,
+		64 * time.Second, 128 * time.Second, 256 * time.Second, 5 * time.Minute, 5 * time.Minute}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
+	if n := r.waited(req, false); n != 0 || len(r.waits) != 0 {
+		t.Errorf("a pass that does not wait must forget the count: %d, %v", n, r.waits)
+	}
+	if n := r.waited(req, true); n != 1 {
+		t.Errorf("a new wait starts at 1, got %d", n)
 	}
 }

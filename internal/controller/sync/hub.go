@@ -9,7 +9,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/logicalcluster/v3"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -28,6 +30,11 @@ type Workspace struct {
 	// Endpoint holds the informers of the workspace's endpoint (its
 	// wildcard cache): every workspace of an endpoint shares them.
 	Endpoint cache.Informers
+	// Lists, if set, lists one object of a resource across the endpoint.
+	// kcp's wildcard list of a new type lags its discovery for a few
+	// seconds; the endpoint's handlers are added once it answers, so that
+	// a healthy start logs no failed watches.
+	Lists func(ctx context.Context, gvr schema.GroupVersionResource) error
 }
 
 // kcpWatch is a kcp-side type whose events enqueue primaries: keys maps an
@@ -35,6 +42,7 @@ type Workspace struct {
 // the primaries to reconcile.
 type kcpWatch struct {
 	obj  *unstructured.Unstructured
+	gvr  schema.GroupVersionResource
 	keys func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName
 }
 
@@ -44,6 +52,14 @@ type kcpWatch struct {
 const (
 	registerRetryMin = time.Second
 	registerRetryMax = time.Minute
+)
+
+// While an endpoint does not list a type yet, it is asked again after
+// listRetryMin, doubling, for at most listWaitMax; then the handler is
+// added anyway (its informer retries on its own, and says why).
+const (
+	listRetryMin = 250 * time.Millisecond
+	listWaitMax  = 30 * time.Second
 )
 
 // hub routes the events of kcp-side informers to the controller's queue.
@@ -114,7 +130,7 @@ func (h *hub) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterf
 		if _, ok := h.endpoints[ws.Endpoint]; !ok {
 			ew := &endpointWatch{}
 			h.endpoints[ws.Endpoint] = ew
-			todo = append(todo, registration{ws.Endpoint, ew})
+			todo = append(todo, registration{ws.Endpoint, ws.Lists, ew})
 		}
 	}
 	h.mu.Unlock()
@@ -129,6 +145,7 @@ func (h *hub) String() string { return "kcp workspaces" }
 
 type registration struct {
 	endpoint cache.Informers
+	lists    func(ctx context.Context, gvr schema.GroupVersionResource) error
 	watch    *endpointWatch
 }
 
@@ -154,14 +171,14 @@ func (h *hub) Engage(ctx context.Context, ws Workspace) {
 	h.users[ws.Endpoint]++
 	e.release = context.AfterFunc(ctx, func() { h.disengage(e) })
 	var todo *registration
-	ew, registered := h.endpoints[ws.Endpoint]
+	_, registered := h.endpoints[ws.Endpoint]
 	switch {
 	case h.queue == nil:
 		// Start registers.
 	case !registered:
-		ew = &endpointWatch{}
+		ew := &endpointWatch{}
 		h.endpoints[ws.Endpoint] = ew
-		todo = &registration{ws.Endpoint, ew}
+		todo = &registration{ws.Endpoint, ws.Lists, ew}
 	}
 	h.mu.Unlock()
 	removeHandles(drop)
@@ -247,6 +264,7 @@ func (h *hub) register(r registration) {
 	handles := make([]handle, 0, len(h.watches))
 	wait := registerRetryMin
 	for _, w := range h.watches {
+		h.waitListed(r, w.gvr)
 		for {
 			if !h.current(r) {
 				removeHandles(handles)
@@ -275,6 +293,27 @@ func (h *hub) register(r registration) {
 	h.mu.Unlock()
 	if !keep {
 		removeHandles(handles)
+	}
+}
+
+// waitListed waits until the endpoint lists gvr (not found: kcp has not
+// caught up with its discovery yet), at most listWaitMax.
+func (h *hub) waitListed(r registration, gvr schema.GroupVersionResource) {
+	if r.lists == nil || gvr.Resource == "" {
+		return
+	}
+	deadline := time.Now().Add(listWaitMax)
+	for wait := listRetryMin; ; wait *= 2 {
+		err := r.lists(h.ctx, gvr)
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) || !h.current(r) {
+			return
+		}
+		h.log.V(1).Info("The endpoint does not list the type yet", "resource", gvr.String())
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 

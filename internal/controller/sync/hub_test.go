@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +40,7 @@ type hubHarness struct {
 }
 
 func newHubHarness(t *testing.T) *hubHarness {
+	t.Helper()
 	primary := kcpWatch{obj: typed(thingGVK), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
 		return []types.NamespacedName{{Name: obj.GetName()}}
 	}}
@@ -287,4 +290,32 @@ func TestControllerRestartsLeaveNothing(t *testing.T) {
 		t.Errorf("informers removed: %d local (want 101), %d related (want 202)", local.removed, relatedCache.removed)
 	}
 	eventually(t, fmt.Sprintf("goroutines back to %d", baseline), func() bool { return runtime.NumGoroutine() <= baseline+2 })
+}
+
+// TestHubWaitsUntilTheEndpointLists: kcp's wildcard list of a new type
+// lags its discovery; the handler (whose informer would log failed
+// watches meanwhile) is added once the endpoint lists the type.
+func TestHubWaitsUntilTheEndpointLists(t *testing.T) {
+	h := newHubHarness(t)
+	h.hub.watches[0].gvr = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
+	var mu sync.Mutex
+	calls := 0
+	lists := func(_ context.Context, gvr schema.GroupVersionResource) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls < 3 {
+			return apierrors.NewNotFound(gvr.GroupResource(), "")
+		}
+		return nil
+	}
+	h.start()
+	ep := h.endpoints["a"]
+	h.hub.Engage(context.Background(), Workspace{Name: "ws1", Cluster: &fakeCluster{name: "ws1", endpoint: ep}, Endpoint: ep, Lists: lists})
+	eventually(t, "the handler", func() bool { return h.handlers("a") == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Errorf("listed %d times, want 3 (two not found, then found)", calls)
+	}
 }

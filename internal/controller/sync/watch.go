@@ -22,11 +22,12 @@ import (
 // the workspace's primaries whose labels match). Entries of one type share
 // a watch.
 func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
-	primary := kcpWatch{obj: typed(opts.RemoteGVK), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
+	primary := kcpWatch{obj: typed(opts.RemoteGVK), gvr: opts.RemoteGVK.GroupVersion().WithResource(opts.RemoteResource), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
 		return []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 	}}
 	out := []kcpWatch{primary}
 	byType := map[schema.GroupVersionKind][]func(Workspace, *unstructured.Unstructured) []types.NamespacedName{}
+	gvrs := map[schema.GroupVersionKind]schema.GroupVersionResource{}
 	var order []schema.GroupVersionKind
 	for _, e := range entries {
 		if e.Origin != related.SideKcp {
@@ -54,12 +55,13 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 		}
 		if _, seen := byType[e.Kcp.GVK]; !seen {
 			order = append(order, e.Kcp.GVK)
+			gvrs[e.Kcp.GVK] = e.Kcp.GVR
 		}
 		byType[e.Kcp.GVK] = append(byType[e.Kcp.GVK], keys)
 	}
 	for _, gvk := range order {
 		fns := byType[gvk]
-		out = append(out, kcpWatch{obj: typed(gvk), keys: func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName {
+		out = append(out, kcpWatch{obj: typed(gvk), gvr: gvrs[gvk], keys: func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName {
 			var out []types.NamespacedName
 			for _, o := range []*unstructured.Unstructured{old, obj} {
 				if o == nil {

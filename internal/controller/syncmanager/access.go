@@ -2,6 +2,7 @@ package syncmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -65,24 +66,27 @@ func (e *accessError) Error() string {
 		strings.Join(e.verbs, ", "), e.gr)
 }
 
-// checkAccess returns an *accessError listing the verbs the agent may not
-// use on gvr, nil when it may use all of them, or the error of a check that
-// failed (the caller cannot tell then, and goes on).
-func checkAccess(ctx context.Context, review accessReviewer, gvr schema.GroupVersionResource, verbs []string) error {
+// checkAccess returns an *accessError per type listing the verbs the agent
+// may not use on it (joined), nil when it may use all of them, or the error
+// of a check that failed (the caller cannot tell then, and goes on).
+func checkAccess(ctx context.Context, review accessReviewer, gvrs []schema.GroupVersionResource, verbs []string) error {
 	ctx, cancel := context.WithTimeout(ctx, accessReviewTimeout)
 	defer cancel()
-	var denied []string
-	for _, verb := range verbs {
-		allowed, err := review(ctx, verb, gvr)
-		if err != nil {
-			return err
+	var errs []error
+	for _, gvr := range gvrs {
+		var denied []string
+		for _, verb := range verbs {
+			allowed, err := review(ctx, verb, gvr)
+			if err != nil {
+				return err
+			}
+			if !allowed {
+				denied = append(denied, verb)
+			}
 		}
-		if !allowed {
-			denied = append(denied, verb)
+		if len(denied) > 0 {
+			errs = append(errs, &accessError{gr: gvr.GroupResource(), verbs: denied})
 		}
 	}
-	if len(denied) > 0 {
-		return &accessError{gr: gvr.GroupResource(), verbs: denied}
-	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package syncmanager
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,19 +11,21 @@ import (
 
 func TestCheckAccess(t *testing.T) {
 	things := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "things"}
-	allow := func(allowed ...string) accessReviewer {
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	// allow allows verbs on things and secretVerbs on secrets.
+	allowSecrets := func(secretVerbs []string, allowed ...string) accessReviewer {
 		return func(_ context.Context, verb string, gvr schema.GroupVersionResource) (bool, error) {
-			if gvr != things {
-				t.Errorf("reviewed %s, want %s", gvr, things)
+			switch gvr {
+			case things:
+				return slices.Contains(allowed, verb), nil
+			case secrets:
+				return slices.Contains(secretVerbs, verb), nil
 			}
-			for _, a := range allowed {
-				if a == verb {
-					return true, nil
-				}
-			}
+			t.Errorf("reviewed %s", gvr)
 			return false, nil
 		}
 	}
+	allow := func(allowed ...string) accessReviewer { return allowSecrets(cacheVerbs, allowed...) }
 	testcases := []struct {
 		name    string
 		review  accessReviewer
@@ -37,6 +40,12 @@ func TestCheckAccess(t *testing.T) {
 			wantAcc: true,
 		},
 		{
+			name:    "every type is checked and every denial named",
+			review:  allowSecrets([]string{"list"}, "list"),
+			want:    "the agent may not watch things.example.com cluster-wide on the service cluster; grant it (for example with the chart's rbac.extraRules)\nthe agent may not watch secrets cluster-wide on the service cluster; grant it (for example with the chart's rbac.extraRules)",
+			wantAcc: true,
+		},
+		{
 			name: "a failed review is an error, not a denial",
 			review: func(context.Context, string, schema.GroupVersionResource) (bool, error) {
 				return false, errors.New("connection refused")
@@ -46,7 +55,7 @@ func TestCheckAccess(t *testing.T) {
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkAccess(context.Background(), tc.review, things, cacheVerbs)
+			err := checkAccess(context.Background(), tc.review, []schema.GroupVersionResource{things, secrets}, cacheVerbs)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

@@ -16,6 +16,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -403,6 +404,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			Namespace:         r.Namespace,
 			LocalGVK:          localGVK,
 			RemoteGVK:         remoteGVK,
+			RemoteResource:    projected.Spec.Names.Plural,
 			LocalNamespaced:   key.localNamespaced,
 			RemoteNamespaced:  projected.Spec.Scope == apiextensionsv1.NamespaceScoped,
 			StatusSubresource: key.statusSubresource,
@@ -415,14 +417,15 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			Log:               local.GetLogger(),
 			Events:            local.GetEventRecorderFor(syncctrl.ControllerName),
 			Informers:         r.informers,
-			// Without these permissions the controller's cache of local
-			// copies would wait for a sync that never comes.
+			// Without these permissions the controller's caches of local
+			// copies and related objects would wait for a sync that never
+			// comes.
 			Preflight: func(ctx context.Context) error {
-				err := checkAccess(ctx, r.review, localGVR, cacheVerbs)
+				err := checkAccess(ctx, r.review, serviceGVRs(localGVR, relatedTypes), cacheVerbs)
 				if access := (*accessError)(nil); err != nil && !errors.As(err, &access) {
 					// Another failure (a conversion webhook down, say): the
-					// controller starts anyway; its index wait is bounded.
-					r.log.Info("Cannot check the agent's access to the local type; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
+					// controller starts anyway; its cache waits are bounded.
+					r.log.Info("Cannot check the agent's access to the service-side types; starting the sync controller anyway", "publishedresource", pr.Name, "error", err.Error())
 					return nil
 				}
 				return err
@@ -441,6 +444,14 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return cond, reconcile.Result{RequeueAfter: st.RetryIn}, nil
 	case PhaseStarting:
 		// The fleet asks for a reconcile when the controller runs or fails.
+		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil &&
+			c.Reason == syncagentv1alpha1.ReasonRunning && c.ObservedGeneration == pr.Generation {
+			// The agent restarted (or this generation's controller is
+			// started again): a start that takes the usual moment does
+			// not flap the condition (a restart with everything in sync
+			// writes nothing); a start that fails reports it.
+			return *c, reconcile.Result{RequeueAfter: endpointRecheckInterval}, nil
+		}
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "The sync controller for %s is starting: it waits until it has listed the local objects.", remoteGVK),
 			reconcile.Result{RequeueAfter: endpointRecheckInterval}, nil
 	}
@@ -453,6 +464,18 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return syncDisabled(), recheck, nil
 	}
 	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), recheck, nil
+}
+
+// serviceGVRs are the service-side types a sync controller lists and
+// watches cluster-wide: the local type and the related types, once each.
+func serviceGVRs(local schema.GroupVersionResource, relatedTypes []syncctrl.RelatedTypes) []schema.GroupVersionResource {
+	out := []schema.GroupVersionResource{local}
+	for _, t := range relatedTypes {
+		if !slices.Contains(out, t.Service.GVR) {
+			out = append(out, t.Service.GVR)
+		}
+	}
+	return out
 }
 
 func syncDisabled() metav1.Condition {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,12 +14,13 @@ import (
 	"github.com/kcp-dev/multicluster-provider/apiexport"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -79,6 +81,8 @@ type fleet struct {
 type endpoint struct {
 	provider *apiexport.Provider
 	cancel   context.CancelFunc
+	// lists lists objects across the endpoint's workspaces.
+	lists metadata.Interface
 }
 
 type engaged struct {
@@ -249,8 +253,15 @@ func (f *fleet) SetEndpoints(urls []string) error {
 		if err != nil {
 			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
 		}
+		wildcard := rest.CopyConfig(cfg)
+		wildcard.Host = strings.TrimSuffix(u, "/") + "/clusters/*"
+		wildcard.Timeout = endpointCheckTimeout
+		lists, err := metadata.NewForConfig(wildcard)
+		if err != nil {
+			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
+		}
 		ctx, cancel := context.WithCancel(f.ctx)
-		ep := &endpoint{provider: p, cancel: cancel}
+		ep := &endpoint{provider: p, cancel: cancel, lists: lists}
 		f.providers[u] = ep
 		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
 		f.wg.Add(1)
@@ -313,7 +324,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 // into every running controller. Nothing here waits: controllers engage
 // in the background.
 func (f *fleet) Engage(ctx context.Context, name string, cl cluster.Cluster) error {
-	ws := syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: f.endpointOf(ctx, name, cl)}
+	ws := f.workspace(ctx, name, cl)
 	f.mu.Lock()
 	f.clusters[name] = engaged{ctx: ctx, ws: ws}
 	ctrls := make([]syncController, 0, len(f.controllers))
@@ -334,18 +345,24 @@ func (f *fleet) Engage(ctx context.Context, name string, cl cluster.Cluster) err
 	return nil
 }
 
-// endpointOf returns the informers of the endpoint whose provider engaged
-// the workspace; the workspace's own cache (its events filtered the same
-// way, with one handler per workspace) if no provider knows it.
-func (f *fleet) endpointOf(ctx context.Context, name string, cl cluster.Cluster) cache.Informers {
+// workspace describes an engaged workspace with the informers of the
+// endpoint whose provider engaged it; with the workspace's own cache (its
+// events filtered the same way, with one handler per workspace) if no
+// provider knows it.
+func (f *fleet) workspace(ctx context.Context, name string, cl cluster.Cluster) syncctrl.Workspace {
 	f.provMu.RLock()
 	defer f.provMu.RUnlock()
 	for _, ep := range f.providers {
 		if c, err := ep.provider.Get(ctx, name); err == nil && c == cl {
-			return ep.provider.GetWildcard()
+			lists := ep.lists
+			return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: ep.provider.GetWildcard(),
+				Lists: func(ctx context.Context, gvr schema.GroupVersionResource) error {
+					_, err := lists.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+					return err
+				}}
 		}
 	}
-	return cl.GetCache()
+	return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: cl.GetCache()}
 }
 
 // Ensure runs exactly one controller for the PublishedResource and returns

@@ -66,6 +66,7 @@ type fleetHarness struct {
 }
 
 func newFleetHarness(t *testing.T) *fleetHarness {
+	t.Helper()
 	h := &fleetHarness{t: t, clock: time.Unix(1000, 0), notified: make(chan string, 100), stopped: make(chan struct{})}
 	h.fleet = newFleet(logr.Discard(), nil, nil)
 	h.fleet.now = func() time.Time { return h.clock }
@@ -110,11 +111,12 @@ func TestFleetControllerLifecycle(t *testing.T) {
 	failing := errors.New("cache did not sync")
 	testcases := []struct {
 		name string
-		run  func(t *testing.T, h *fleetHarness)
+		run  func(h *fleetHarness)
 	}{
 		{
 			name: "starting, then running once synced",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				c := newFakeController()
 				if st := h.ensure(key(1), c); st.Phase != PhaseStarting {
 					t.Fatalf("got %+v, want starting", st)
@@ -131,7 +133,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "a controller that stops on its own is dropped, reported and restarted after a growing backoff",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				c := newFakeController()
 				c.startErr = failing
 				h.ensure(key(1), c)
@@ -154,7 +157,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "a changed configuration starts at once, whatever the backoff",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				c := newFakeController()
 				c.startErr = failing
 				h.ensure(key(1), c)
@@ -166,7 +170,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "a build that fails is a failure with backoff",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				build := func() (syncController, error) { return nil, failing }
 				if st := h.fleet.Ensure("pr", key(1), build); st.Phase != PhaseFailed || st.RetryIn != time.Second {
 					t.Fatalf("got %+v", st)
@@ -180,7 +185,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "running resets the backoff",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				for range 3 {
 					c := newFakeController()
 					c.startErr = failing
@@ -205,7 +211,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "a new key stops the old controller before the new one starts",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				old := newFakeController()
 				h.ensure(key(1), old)
 				h.fleet.Ensure("pr", key(2), func() (syncController, error) {
@@ -220,7 +227,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "workspaces are engaged into controllers whatever the order",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				if err := h.fleet.Engage(ctx, "ws1", fakeCluster{}); err != nil {
@@ -238,7 +246,8 @@ func TestFleetControllerLifecycle(t *testing.T) {
 		},
 		{
 			name: "the fleet returns from Start only after its controllers stopped",
-			run: func(t *testing.T, h *fleetHarness) {
+			run: func(h *fleetHarness) {
+				t := h.t
 				c := newFakeController()
 				h.ensure(key(1), c)
 				h.stop()
@@ -253,7 +262,7 @@ func TestFleetControllerLifecycle(t *testing.T) {
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.run(t, newFleetHarness(t))
+			tc.run(newFleetHarness(t))
 		})
 	}
 }

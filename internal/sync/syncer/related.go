@@ -97,6 +97,9 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 func (r *Result) add(o Result) {
 	r.Writes += o.Writes
 	r.Requeue = r.Requeue || o.Requeue
+	if r.Waiting == "" {
+		r.Waiting = o.Waiting
+	}
 }
 
 func (s *Syncer) relatedRecord(e *related.Entry, pair related.Pair) state.RelatedRecord {
@@ -189,7 +192,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	}
 	switch {
 	case dest != nil && dest.GetDeletionTimestamp() != nil:
-		res.Requeue = true
+		res.Waiting = waitingFor(fmt.Sprintf("the related object %q", e.Identifier), dest)
 		return res, nil
 	case foreign:
 		s.Event(primary, corev1.EventTypeWarning, ReasonObjectConflict,

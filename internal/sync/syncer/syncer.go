@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ const (
 	ReasonObjectConflict      = "ObjectConflict"
 	ReasonStatusSubresMissing = "StatusSubresourceMissing"
 	ReasonReconcilingError    = "ReconcilingError"
+	// ReasonObjectWaiting (ours): an object has waited about a minute for
+	// something someone else decides (Result.Waiting).
+	ReasonObjectWaiting = "ObjectWaiting"
 )
 
 // ErrConflict means the computed local object belongs to another kcp object,
@@ -124,11 +128,30 @@ type Workspace struct {
 
 // Result tells the caller what happened.
 type Result struct {
-	// Requeue asks for a prompt re-check: after a write, or while waiting
-	// for a local copy to disappear.
+	// Requeue asks for a prompt re-check after a write (or a cache that
+	// lags one).
 	Requeue bool
+	// Waiting names what the object waits for that someone else decides:
+	// a local copy or related destination that is being deleted, held by
+	// finalizers that are not ours. The caller checks again with backoff.
+	Waiting string
 	// Writes counts the API writes this pass made (both sides).
 	Writes int
+}
+
+// waitingFor is the Waiting text for an object that is being deleted.
+func waitingFor(what string, obj *unstructured.Unstructured) string {
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		return fmt.Sprintf("%s %s is being deleted and held by the finalizers %s", what, objectName(obj), strings.Join(f, ", "))
+	}
+	return fmt.Sprintf("%s %s is being deleted", what, objectName(obj))
+}
+
+func objectName(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // Process syncs obj (a kcp primary, fetched from ws). Errors are returned
@@ -169,7 +192,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	}
 	if local != nil && local.GetDeletionTimestamp() != nil {
 		// Someone deletes the copy; once it is gone it is re-created.
-		return Result{Requeue: true}, nil
+		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
 
 	// Spec mutations see the local copy, or the copy that would be created.
@@ -337,7 +360,7 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 		return res, fmt.Errorf("failed to get the existing local object: %w", err)
 	}
 	if existing.GetDeletionTimestamp() != nil {
-		res.Requeue = true
+		res.Waiting = waitingFor("the local object", existing)
 		return res, nil
 	}
 	if !objmeta.Adoptable(existing, p.Remote, s.AgentName) {
@@ -503,7 +526,7 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 			return Result{Requeue: true, Writes: 1}, nil
 		}
 		// Other finalizers on the copy are honoured: wait.
-		return Result{Requeue: true}, nil
+		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
 
 	if err := s.State.Delete(ctx, p); err != nil {

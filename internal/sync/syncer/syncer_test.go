@@ -268,10 +268,15 @@ func TestSyncer_waitsForForeignFinalizers(t *testing.T) {
 	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
 		t.Fatal(err)
 	}
+	res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil || res.Writes != 1 {
+		t.Fatalf("want the local copy deleted, got %+v, %v", res, err)
+	}
 	for range 3 {
 		res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
-		if err != nil || !res.Requeue {
-			t.Fatalf("want a requeue while the copy is being deleted, got %+v, %v", res, err)
+		want := "the local copy " + cluster + "/2747cabbb481a433679f-76d3bc41c9f588f7fcd0 is being deleted and held by the finalizers operator.example.com/cleanup"
+		if err != nil || res.Waiting != want || res.Writes != 0 {
+			t.Fatalf("want to wait for the foreign finalizer without writes, got %+v, %v", res, err)
 		}
 	}
 	if e.getRemote(t, "default", "foo") == nil {

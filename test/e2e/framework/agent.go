@@ -87,6 +87,26 @@ func (a *Agent) logTail(t T, n int) {
 	}
 }
 
+// ErrorLines returns the agent's log lines at level ERROR (console or
+// JSON format).
+func (a *Agent) ErrorLines() []string {
+	var out []string
+	for _, l := range strings.Split(a.Logs(), "\n") {
+		if strings.Contains(l, "\tERROR\t") || strings.Contains(l, `"level":"error"`) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// NoErrors fails the test (at once) if the agent logged an ERROR line.
+func (a *Agent) NoErrors(t T) {
+	t.Helper()
+	if lines := a.ErrorLines(); len(lines) > 0 {
+		t.Fatalf("the agent logged %d ERROR line(s), the first: %s", len(lines), lines[0])
+	}
+}
+
 func hasFlag(args []string, flag string) bool {
 	for _, a := range args {
 		if a == flag || strings.HasPrefix(a, flag+"=") {
