@@ -32,6 +32,14 @@ const (
 	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
 	// CleanupFinalizer guards the deletion of synced kcp objects.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
+	// ReleaseFinalizer (ours) keeps a PublishedResource until the cleanup
+	// finalizers of its kcp objects have been released.
+	ReleaseFinalizer = "syncagent.kcp.io/release"
+	// SyncedResources (ours), on a PublishedResource, lists the kcp
+	// resources ("plural.group", comma-separated, sorted) whose objects
+	// its sync controllers may have given the cleanup finalizer: those of
+	// an earlier projection are released once it changed.
+	SyncedResources = "syncagent.kcp.io/synced-resources"
 	// RelatedResourcesPrefix is the prefix of the related-objects annotation
 	// on kcp primaries: <prefix><identifier>.<index>.
 	RelatedResourcesPrefix = "related-resources.syncagent.kcp.io/"

@@ -219,7 +219,7 @@ func TestRender_defaults(t *testing.T) {
 
 	cr := get[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+":syncagent")
 	diff(t, "ClusterRole rules", []rbacv1.PolicyRule{
-		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},

@@ -6,15 +6,18 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -170,8 +173,102 @@ func TestSyncControllerLifecycle(t *testing.T) {
 
 func updatePR(t *testing.T, f *framework.Fixture, name string, mutate func(*syncagentv1alpha1.PublishedResourceSpec)) {
 	t.Helper()
+	// The agent writes the PublishedResource too (status, finalizer): on a
+	// conflict, read it again, as kubectl edit would have a user do.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		if err := f.Service.Client.Get(t.Context(), types.NamespacedName{Name: name}, pr); err != nil {
+			return err
+		}
+		mutate(&pr.Spec)
+		return f.Service.Client.Update(t.Context(), pr)
+	})
+	framework.Must(t, err, "update PublishedResource %s", name)
+}
+
+// TestReleaseWhileAgentStopped: a PublishedResource deleted while the agent
+// is down is kept by the agent's finalizer until the agent, back, has
+// released its objects in kcp; then it goes, and consumers can delete
+// their objects. SyncReady never claims Running for it meanwhile.
+func TestReleaseWhileAgentStopped(t *testing.T) {
+	t.Parallel()
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	ctx := t.Context()
+	kcpc, svc := ws[0].Client, f.Service.Client
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpThing, "default", "kept", map[string]any{"color": "x"})), "create Thing")
+	waitOnlyCopy(t, svc, ws[0].ClusterName)
+
 	pr := &syncagentv1alpha1.PublishedResource{}
-	framework.Must(t, f.Service.Client.Get(t.Context(), types.NamespacedName{Name: name}, pr), "get PublishedResource %s", name)
-	mutate(&pr.Spec)
-	framework.Must(t, f.Service.Client.Update(t.Context(), pr), "update PublishedResource %s", name)
+	framework.Must(t, svc.Get(ctx, types.NamespacedName{Name: "things"}, pr), "get PublishedResource")
+	if !slices.Contains(pr.Finalizers, "syncagent.kcp.io/release") {
+		t.Fatalf("the PublishedResource lacks the release finalizer: %v", pr.Finalizers)
+	}
+	agent.Stop(30 * time.Second)
+	framework.Must(t, svc.Delete(ctx, pr), "delete PublishedResource things")
+	framework.Must(t, svc.Get(ctx, types.NamespacedName{Name: "things"}, pr), "the deleted PublishedResource stays while the agent is down")
+
+	agent = framework.StartAgent(t, f.AgentArgs()...)
+	framework.WaitFor(t, syncTimeout, "the PublishedResource to go", func(ctx context.Context) (bool, error) {
+		err := svc.Get(ctx, types.NamespacedName{Name: "things"}, pr)
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	})
+	thing := newObject(kcpThing, "default", "kept", nil)
+	framework.Must(t, kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, thing), "get Thing")
+	if len(thing.GetFinalizers()) != 0 {
+		t.Fatalf("the Thing still has finalizers %v", thing.GetFinalizers())
+	}
+	framework.Must(t, kcpc.Delete(ctx, thing), "delete Thing")
+	framework.WaitFor(t, syncTimeout, "the consumer's deletion to complete", func(ctx context.Context) (bool, error) {
+		err := kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, thing)
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	})
+	agent.NoErrors(t)
+}
+
+// TestProjectionChangeReleasesOldObjects: a PublishedResource whose
+// projection moves its objects to another kcp group stops syncing the old
+// type; the objects of the old type lose our finalizer (consumers can
+// delete them), and objects of the new type sync.
+func TestProjectionChangeReleasesOldObjects(t *testing.T) {
+	t.Parallel()
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	ctx := t.Context()
+	kcpc, svc := ws[0].Client, f.Service.Client
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpThing, "default", "old", map[string]any{"color": "x"})), "create Thing")
+	waitOnlyCopy(t, svc, ws[0].ClusterName)
+
+	updatePR(t, f, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection.Group = "kcp2.example.com"
+	})
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady for the new group", func(pr *syncagentv1alpha1.PublishedResource) bool {
+		c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
+		return c != nil && c.Reason == syncagentv1alpha1.ReasonRunning && strings.Contains(c.Message, "kcp2.example.com") &&
+			pr.Annotations["syncagent.kcp.io/synced-resources"] == "things.kcp2.example.com"
+	})
+	old := newObject(kcpThing, "default", "old", nil)
+	framework.WaitFor(t, syncTimeout, "the old Thing to be released", func(ctx context.Context) (bool, error) {
+		if err := kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "old"}, old); err != nil {
+			return false, err
+		}
+		return len(old.GetFinalizers()) == 0, nil
+	})
+	framework.Must(t, kcpc.Delete(ctx, old), "delete the old Thing")
+
+	newThing := schema.GroupVersionKind{Group: "kcp2.example.com", Version: "v1", Kind: "Thing"}
+	framework.WaitFor(t, syncTimeout, "a Thing of the new group to be created", func(ctx context.Context) (bool, error) {
+		err := kcpc.Create(ctx, newObject(newThing, "default", "new", map[string]any{"color": "y"}))
+		return err == nil, ctrlruntimeclient.IgnoreNotFound(ignoreNoMatch(err))
+	})
+	framework.WaitFor(t, syncTimeout, "the new Thing's local copy", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, svc, ws[0].ClusterName)
+		for _, it := range items {
+			if it.GetAnnotations()["syncagent.kcp.io/remote-object-name"] == "new" {
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	agent.NoErrors(t)
 }

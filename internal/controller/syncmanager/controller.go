@@ -14,6 +14,7 @@ import (
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -26,11 +27,13 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -48,6 +51,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -125,12 +129,18 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed and failed.
+	// servedMu guards kcpTypes, notServed, releasing and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
+	// prEvents records Events on PublishedResources.
+	prEvents record.EventRecorder
+	// releasing counts consecutive failed releases per PublishedResource.
+	releasing map[string]int
+	// endpointClients reaches the workspaces of an endpoint.
+	endpointClients endpointClients
 	// informers counts the sync controllers' uses of the service-side
 	// informers.
 	informers *syncctrl.SharedInformers
@@ -247,11 +257,14 @@ func Add(mgr manager.Manager, opts Options) error {
 		log:           log,
 		notServed:     map[string]int{},
 		informers:     &syncctrl.SharedInformers{},
+		releasing:     map[string]int{},
+		prEvents:      mgr.GetEventRecorderFor(ControllerName),
 		review:        requestReviewer(metadataClient),
 		failed:        map[string]endpointFailure{},
 		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
 	}
 
+	r.endpointClients = r.newEndpointClient
 	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
 		prs, err := selection.List(ctx, r.client, opts.Selector)
 		if err != nil {
@@ -269,7 +282,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		// Every PublishedResource event is reconciled (deselection must stop
 		// controllers); unchanged keys make it a no-op.
-		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged()))).
+		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged(), deletionStarted()))).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
 		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
 		// The fleet tells when a sync controller runs or stops on its own.
@@ -281,6 +294,13 @@ func Add(mgr manager.Manager, opts Options) error {
 		b = b.WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), allSelected))
 	}
 	return b.Complete(r)
+}
+
+// deletionStarted passes the update that marks a PublishedResource deleted.
+func deletionStarted() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+	}}
 }
 
 // statusSchemaChanged passes updates that change status.resourceSchemaName.
@@ -307,20 +327,22 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Deleted: stop syncing and release our finalizers, or the
-			// consumers' deletions would hang forever (contract §7 #14).
-			r.fleet.Release(ctx, req.Name)
+			// Gone (released before, see finalize).
+			r.fleet.Stop(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
 	if pr.DeletionTimestamp != nil {
-		r.fleet.Release(ctx, pr.Name)
-		return reconcile.Result{}, nil
+		return r.finalize(ctx, pr, urls)
 	}
 	if !selection.Matches(r.Selector, pr) {
+		// Another agent may take it over; ours no longer answers for it.
 		r.fleet.Stop(pr.Name)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.setReleaseFinalizer(ctx, pr, false)
+	}
+	if err := r.setReleaseFinalizer(ctx, pr, true); err != nil {
+		return reconcile.Result{}, err
 	}
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
@@ -330,6 +352,60 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
 	return result, err
+}
+
+// finalize releases a deleted PublishedResource (contract §7 #14): its
+// controller stops, and our finalizer is removed from its objects on every
+// endpoint, or consumers' deletions would hang forever. The
+// PublishedResource keeps its own finalizer until that is done, so the
+// release happens whenever the PublishedResource was deleted (the agent
+// down, its controller not running, a shard down), retried with backoff.
+func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (reconcile.Result, error) {
+	r.fleet.Stop(pr.Name)
+	if !hasReleaseFinalizer(pr) {
+		return reconcile.Result{}, nil
+	}
+	grs := syncedResources(pr)
+	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
+		grs = append(grs, gr)
+	}
+	for _, gr := range grs {
+		n, err := r.newRelease(urls).run(ctx, gr)
+		if err != nil {
+			r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name, "released", n)
+			cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
+				"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)
+			if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+				conditions.Apply(st, cond, pr.Generation)
+			}); werr != nil {
+				return reconcile.Result{}, errors.Join(err, werr)
+			}
+			return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
+		}
+		r.log.Info("Released the objects of a deleted PublishedResource", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
+	}
+	r.servedMu.Lock()
+	delete(r.releasing, pr.Name)
+	r.servedMu.Unlock()
+	return reconcile.Result{}, r.setReleaseFinalizer(ctx, pr, false)
+}
+
+// setReleaseFinalizer adds or removes our finalizer on the
+// PublishedResource, writing only if that changes it.
+func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, want bool) error {
+	if hasReleaseFinalizer(pr) == want {
+		return nil
+	}
+	patch := ctrlruntimeclient.MergeFromWithOptions(pr.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	if want {
+		controllerutil.AddFinalizer(pr, keys.ReleaseFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(pr, keys.ReleaseFinalizer)
+	}
+	if err := r.client.Patch(ctx, pr, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("failed to update the finalizers of PublishedResource %s: %w", pr.Name, err)
+	}
+	return nil
 }
 
 func syncReady(status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
@@ -392,6 +468,13 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		statusSubresource: hasStatusSubresource(src, localGVK.Version),
 	}
+	// Recorded before the controller can give any object our finalizer.
+	current := schema.GroupResource{Group: remoteGVK.Group, Resource: projected.Spec.Names.Plural}
+	if recorded := syncedResources(pr); !slices.Contains(recorded, current) {
+		if err := r.setSyncedResources(ctx, pr, append(recorded, current)); err != nil {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
+		}
+	}
 	prCopy := pr.DeepCopy()
 	localGVR := localGVK.GroupVersion().WithResource(src.Spec.Names.Plural)
 	st := r.fleet.Ensure(pr.Name, key, func() (syncController, error) {
@@ -432,16 +515,31 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			},
 		})
 	})
+	cond, result := r.syncCondition(pr, st, check, urls, remoteGVK, disabled)
+	// The old controller is stopped now: objects of an earlier projection
+	// keep our finalizer until released here.
+	if retry, err := r.releaseEarlier(ctx, pr, current, urls); err != nil {
+		r.log.Error(err, "Failed to release the objects of an earlier projection", "publishedresource", pr.Name)
+		r.prEvents.Event(pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The objects of an earlier projection could not all be released; retrying.")
+		if result.RequeueAfter == 0 || retry < result.RequeueAfter {
+			result.RequeueAfter = retry
+		}
+	}
+	return cond, result, nil
+}
+
+// syncCondition is SyncReady for a controller in status st.
+func (r *reconciler) syncCondition(pr *syncagentv1alpha1.PublishedResource, st Status, check endpointCheck, urls []string, remoteGVK schema.GroupVersionKind, disabled bool) (metav1.Condition, reconcile.Result) {
 	switch st.Phase {
 	case PhaseFailed:
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "The sync controller could not be started: %v", st.Err)
 		if errors.Is(st.Err, syncctrl.ErrInvalidConfig) {
 			// Terminal until the PublishedResource changes (ConfigValid says why).
-			return cond, reconcile.Result{}, nil
+			return cond, reconcile.Result{}
 		}
 		// A grant (or a recovering API server) sends no event: try again
 		// after the backoff.
-		return cond, reconcile.Result{RequeueAfter: st.RetryIn}, nil
+		return cond, reconcile.Result{RequeueAfter: st.RetryIn}
 	case PhaseStarting:
 		// The fleet asks for a reconcile when the controller runs or fails.
 		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil &&
@@ -450,20 +548,20 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			// started again): a start that takes the usual moment does
 			// not flap the condition (a restart with everything in sync
 			// writes nothing); a start that fails reports it.
-			return *c, reconcile.Result{RequeueAfter: endpointRecheckInterval}, nil
+			return *c, reconcile.Result{RequeueAfter: endpointRecheckInterval}
 		}
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "The sync controller for %s is starting: it waits until it has listed the local objects.", remoteGVK),
-			reconcile.Result{RequeueAfter: endpointRecheckInterval}, nil
+			reconcile.Result{RequeueAfter: endpointRecheckInterval}
 	}
 	recheck := reconcile.Result{RequeueAfter: endpointRecheckInterval}
 	switch {
 	case len(check.unreachable) > 0:
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "Synchronizing %s through %d of %d endpoints; cannot reach %s",
-			remoteGVK, len(check.serving), len(urls), check.unreachableList()), recheck, nil
+			remoteGVK, len(check.serving), len(urls), check.unreachableList()), recheck
 	case disabled:
-		return syncDisabled(), recheck, nil
+		return syncDisabled(), recheck
 	}
-	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), recheck, nil
+	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning, "Synchronizing %s on %d endpoint(s).", remoteGVK, len(urls)), recheck
 }
 
 // serviceGVRs are the service-side types a sync controller lists and

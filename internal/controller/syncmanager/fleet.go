@@ -13,24 +13,18 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/kcp-dev/multicluster-provider/apiexport"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
@@ -491,107 +485,6 @@ func (f *fleet) Stop(prName string) {
 		old.stop()
 	}
 	metrics.SyncControllers.Set(float64(n))
-}
-
-// Release stops the PublishedResource's controller and, best effort,
-// removes our finalizer from its objects in every engaged workspace, so
-// that consumers' deletions do not hang once the PublishedResource is gone.
-// Local copies are left alone.
-func (f *fleet) Release(ctx context.Context, prName string) {
-	f.mu.Lock()
-	old := f.controllers[prName]
-	clusters := maps.Clone(f.clusters)
-	f.mu.Unlock()
-	f.Stop(prName)
-	if old == nil {
-		return
-	}
-	for name, e := range clusters {
-		if err := releaseFinalizers(ctx, e.ws.Cluster, old.key.remoteGVK); err != nil {
-			f.log.Error(err, "Failed to release finalizers", "cluster", name, "publishedresource", prName)
-		}
-	}
-	if err := f.releaseRelated(ctx, old.key.remoteGVK.GroupKind(), clusters); err != nil {
-		f.log.Error(err, "Failed to release related objects", "publishedresource", prName)
-	}
-}
-
-// releaseRelated removes our finalizer from the kcp-origin related objects
-// that primaries of group/kind gk hold (their records name them), unless a
-// primary of another kind holds them too, and deletes those primaries'
-// related records: with their PublishedResource gone, nothing would release
-// the sources later. Records of workspaces that are not engaged stay.
-func (f *fleet) releaseRelated(ctx context.Context, gk schema.GroupKind, clusters map[string]engaged) error {
-	records, err := f.state.RelatedRecordsOf(ctx, gk)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, rec := range records {
-		e, ok := clusters[rec.Cluster]
-		if !ok {
-			continue
-		}
-		if err := f.releaseSource(ctx, gk, e.ws.Cluster, rec); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := f.state.DeleteRelated(ctx, rec.SecretName); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// releaseSource removes our finalizer from a record's kcp-origin source,
-// unless the record of a primary of another kind than gk names it as its
-// kcp origin too.
-func (f *fleet) releaseSource(ctx context.Context, gk schema.GroupKind, cl cluster.Cluster, rec state.StoredRelated) error {
-	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
-		return nil
-	}
-	holders, err := f.state.SourceHolders(ctx, rec.PrimaryOf(), rec.Origin)
-	if err != nil {
-		return err
-	}
-	for _, o := range holders {
-		if o.Primary.GroupKind() != gk {
-			return nil
-		}
-	}
-	obj := rec.Origin.Unstructured()
-	if err := cl.GetClient().Get(ctx, types.NamespacedName{Namespace: rec.Origin.Namespace, Name: rec.Origin.Name}, obj); err != nil {
-		return ctrlruntimeclient.IgnoreNotFound(err)
-	}
-	return releaseObject(ctx, cl, obj)
-}
-
-func releaseFinalizers(ctx context.Context, cl cluster.Cluster, gvk schema.GroupVersionKind) error {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := cl.GetClient().List(ctx, list); err != nil {
-		return err
-	}
-	var errs []error
-	for i := range list.Items {
-		errs = append(errs, releaseObject(ctx, cl, &list.Items[i]))
-	}
-	return errors.Join(errs...)
-}
-
-// releaseObject removes our finalizer from obj, if it has it, with an
-// ObjectReleased Event.
-func releaseObject(ctx context.Context, cl cluster.Cluster, obj *unstructured.Unstructured) error {
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
-		return nil
-	}
-	patch := ctrlruntimeclient.MergeFrom(obj.DeepCopy())
-	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
-	if err := cl.GetClient().Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-		return err
-	}
-	cl.GetEventRecorderFor(ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
-	return nil
 }
 
 // engagedCluster returns an engaged workspace, nil if it is not engaged.

@@ -68,6 +68,10 @@ const (
 	// ReasonControllerStartFailed: the sync controller could not be started
 	// or stopped on its own; it is started again with backoff.
 	ReasonControllerStartFailed = "ControllerStartFailed"
+	// ReasonReleasing: the PublishedResource is being deleted and the agent
+	// is still releasing its objects in kcp (the message says what is
+	// left); the PublishedResource goes once that is done.
+	ReasonReleasing = "Releasing"
 	// ReasonControllerStarting: the sync controller was started and waits
 	// until it has listed the objects it watches on the service cluster.
 	ReasonControllerStarting = "ControllerStarting"

@@ -1,0 +1,372 @@
+package syncmanager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kcp-dev/logicalcluster/v3"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// releaseRequestTimeout bounds each request of a release.
+const releaseRequestTimeout = 30 * time.Second
+
+// endpointClients returns a dynamic client for one workspace of an
+// endpoint, or for all of them with cluster "*".
+type endpointClients func(url, cluster string) (dynamic.Interface, error)
+
+func (r *reconciler) newEndpointClient(url, cluster string) (dynamic.Interface, error) {
+	cfg := rest.CopyConfig(r.Target.Config)
+	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/" + cluster
+	cfg.Timeout = releaseRequestTimeout
+	return dynamic.NewForConfig(cfg)
+}
+
+// release is one pass of releasing a deleted PublishedResource: our
+// finalizer is removed from every object of its kcp type on every
+// endpoint, engaged or not, and from the kcp-origin related objects its
+// primaries' records name (their records are deleted). It reports the
+// first problem; the caller keeps the PublishedResource's finalizer and
+// tries again.
+type release struct {
+	urls    []string
+	clients endpointClients
+	// served finds the version and kind of a resource on an endpoint
+	// (false if the endpoint does not serve it).
+	served func(url string, gr schema.GroupResource) (schema.GroupVersionKind, bool, error)
+	// resourceOf finds the resource of a kind on an endpoint (false if the
+	// endpoint does not serve it).
+	resourceOf func(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
+	state      *state.Store
+	// event records an Event on an object of an engaged workspace.
+	event func(cluster string, obj *unstructured.Unstructured)
+}
+
+// run releases the objects of gr; it returns how many were released.
+func (rel *release) run(ctx context.Context, gr schema.GroupResource) (int, error) {
+	released := 0
+	var kinds []schema.GroupVersionKind
+	var errs []error
+	for _, url := range rel.urls {
+		gvk, ok, err := rel.served(url, gr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		kinds = append(kinds, gvk)
+		n, err := rel.releaseOn(ctx, url, gvk.GroupVersion().WithResource(gr.Resource))
+		released += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+		}
+	}
+	if len(kinds) > 0 {
+		if err := rel.releaseRelated(ctx, kinds[0].GroupKind()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return released, errors.Join(errs...)
+}
+
+// releaseOn removes our finalizer from the objects of gvr on one endpoint.
+func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupVersionResource) (int, error) {
+	all, err := rel.clients(url, "*")
+	if err != nil {
+		return 0, err
+	}
+	list, err := all.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err)
+	}
+	released := 0
+	var errs []error
+	for i := range list.Items {
+		obj := &list.Items[i]
+		ok, err := rel.releaseObject(ctx, url, gvr, obj)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ok {
+			released++
+		}
+	}
+	return released, errors.Join(errs...)
+}
+
+// releaseObject removes our finalizer from obj (of a workspace of the
+// endpoint) if it has it; the patch fails if the object changed since it
+// was read.
+func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (bool, error) {
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		return false, nil
+	}
+	cluster := logicalcluster.From(obj).String()
+	c, err := rel.clients(url, cluster)
+	if err != nil {
+		return false, err
+	}
+	rest := make([]string, 0, len(obj.GetFinalizers()))
+	for _, f := range obj.GetFinalizers() {
+		if f != keys.CleanupFinalizer {
+			rest = append(rest, f)
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest, "resourceVersion": obj.GetResourceVersion()}})
+	if err != nil {
+		return false, err
+	}
+	_, err = c.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("failed to release %s %s in workspace %s: %w", gvr.Resource, objectName(obj), cluster, err)
+	}
+	if rel.event != nil {
+		rel.event(cluster, obj)
+	}
+	return true, nil
+}
+
+// releaseRelated removes our finalizer from the kcp-origin related objects
+// that primaries of group/kind gk hold (their records name them), unless
+// a primary of another kind holds them too, and deletes those primaries'
+// related records: with their PublishedResource gone, nothing would
+// release the sources later.
+func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) error {
+	records, err := rel.state.RelatedRecordsOf(ctx, gk)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range records {
+		if err := rel.releaseSource(ctx, gk, rec); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := rel.state.DeleteRelated(ctx, rec.SecretName); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseSource removes our finalizer from a record's kcp-origin source on
+// whichever endpoint serves its workspace, unless the record of a primary
+// of another kind than gk names it as its kcp origin too. A source that no
+// reachable endpoint has is gone.
+func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec state.StoredRelated) error {
+	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
+		return nil
+	}
+	holders, err := rel.state.SourceHolders(ctx, rec.PrimaryOf(), rec.Origin)
+	if err != nil {
+		return err
+	}
+	for _, o := range holders {
+		if o.Primary.GroupKind() != gk {
+			return nil
+		}
+	}
+	gvk := schema.FromAPIVersionAndKind(rec.Origin.APIVersion, rec.Origin.Kind)
+	var errs []error
+	for _, url := range rel.urls {
+		gvr, ok, err := rel.resourceOf(url, gvk)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		c, err := rel.clients(url, rec.Cluster)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		obj, err := c.Resource(gvr).Namespace(rec.Origin.Namespace).Get(ctx, rec.Origin.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+			// Not this endpoint's workspace, or gone.
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+			continue
+		}
+		_, err = rel.releaseObject(ctx, url, gvr, obj)
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func objectName(obj *unstructured.Unstructured) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// releaseEvent records ObjectReleased on an object of an engaged workspace.
+func (f *fleet) releaseEvent(cluster string, obj *unstructured.Unstructured) {
+	if cl := f.engagedCluster(cluster); cl != nil {
+		cl.GetEventRecorderFor(ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
+	}
+}
+
+// hasReleaseFinalizer reports whether the PublishedResource carries ours.
+func hasReleaseFinalizer(pr *syncagentv1alpha1.PublishedResource) bool {
+	return controllerutil.ContainsFinalizer(pr, keys.ReleaseFinalizer)
+}
+
+// servedResource finds the version (the group's preferred one first) and
+// kind in which an endpoint serves gr.
+func (r *reconciler) servedResource(url string, gr schema.GroupResource) (schema.GroupVersionKind, bool, error) {
+	dc, err := r.endpointDiscovery(url)
+	if err != nil {
+		return schema.GroupVersionKind{}, false, err
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		return schema.GroupVersionKind{}, false, err
+	}
+	for _, g := range groups.Groups {
+		if g.Name != gr.Group {
+			continue
+		}
+		versions := []string{g.PreferredVersion.Version}
+		for _, v := range g.Versions {
+			versions = append(versions, v.Version)
+		}
+		for _, v := range versions {
+			list, err := dc.ServerResourcesForGroupVersion(schema.GroupVersion{Group: gr.Group, Version: v}.String())
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return schema.GroupVersionKind{}, false, err
+			}
+			for _, res := range list.APIResources {
+				if res.Name == gr.Resource {
+					return schema.GroupVersionKind{Group: gr.Group, Version: v, Kind: res.Kind}, true, nil
+				}
+			}
+		}
+	}
+	return schema.GroupVersionKind{}, false, nil
+}
+
+// resourceOfKind finds the resource of a kind on an endpoint.
+func (r *reconciler) resourceOfKind(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+	dc, err := r.endpointDiscovery(url)
+	if err != nil {
+		return schema.GroupVersionResource{}, false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return schema.GroupVersionResource{}, false, nil
+	}
+	if err != nil {
+		return schema.GroupVersionResource{}, false, err
+	}
+	for _, res := range list.APIResources {
+		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
+			return gvk.GroupVersion().WithResource(res.Name), true, nil
+		}
+	}
+	return schema.GroupVersionResource{}, false, nil
+}
+
+// syncedResources reads the kcp resources recorded on a PublishedResource.
+func syncedResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupResource {
+	var out []schema.GroupResource
+	for _, s := range strings.Split(pr.Annotations[keys.SyncedResources], ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, schema.ParseGroupResource(s))
+		}
+	}
+	return out
+}
+
+// setSyncedResources records the kcp resources on the PublishedResource,
+// writing only if that changes it.
+func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, grs []schema.GroupResource) error {
+	names := make([]string, 0, len(grs))
+	for _, gr := range grs {
+		names = append(names, gr.String())
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	value := strings.Join(names, ",")
+	if pr.Annotations[keys.SyncedResources] == value {
+		return nil
+	}
+	var v any = value
+	if value == "" {
+		v = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{keys.SyncedResources: v}}})
+	if err != nil {
+		return err
+	}
+	if err := r.client.Patch(ctx, pr, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("failed to record the synced resources of PublishedResource %s: %w", pr.Name, err)
+	}
+	return nil
+}
+
+// newRelease prepares a release through the given endpoints.
+func (r *reconciler) newRelease(urls []string) *release {
+	return &release{urls: urls, clients: r.endpointClients, served: r.servedResource, resourceOf: r.resourceOfKind,
+		state: r.fleet.state, event: r.fleet.releaseEvent}
+}
+
+// releaseEarlier releases the objects of the kcp resources an earlier
+// projection of the PublishedResource synced (current is synced now) and
+// forgets those that were released. It returns when to try again after a
+// failure (0: nothing left).
+func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, current schema.GroupResource, urls []string) (time.Duration, error) {
+	keep := []schema.GroupResource{current}
+	var errs []error
+	for _, gr := range syncedResources(pr) {
+		if gr == current {
+			continue
+		}
+		n, err := r.newRelease(urls).run(ctx, gr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
+			keep = append(keep, gr)
+			continue
+		}
+		r.log.Info("Released the objects of an earlier projection", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
+	}
+	if err := r.setSyncedResources(ctx, pr, keep); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return r.backoff(r.releasing, pr.Name), errors.Join(errs...)
+	}
+	return 0, nil
+}
