@@ -48,8 +48,10 @@ type Resolver struct {
 	// at modelsFetched.
 	models        map[schema.GroupVersionKind]proto.Schema
 	modelsFetched time.Time
-	// invalidated is when the discovery cache was last dropped.
+	// invalidated is when the discovery cache was last dropped; stale asks
+	// the next lookup to drop it.
 	invalidated time.Time
+	stale       bool
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 }
@@ -75,17 +77,32 @@ func NewResolver(cfg *rest.Config, crds ctrlruntimeclient.Reader) (*Resolver, er
 	return &Resolver{disco: memory.NewMemCacheClient(dc), crds: crds}, nil
 }
 
-// Invalidate drops the cached discovery information.
+// Invalidate marks the cached discovery information stale: the next lookup
+// drops it. (Dropping it here would wait for a refresh in progress, and
+// CRD event handlers call this.)
 func (r *Resolver) Invalidate() {
 	r.mu.Lock()
-	r.invalidated = r.clock()
+	defer r.mu.Unlock()
+	r.stale = true
+}
+
+// fresh drops the cached discovery if Invalidate asked for it.
+func (r *Resolver) fresh() {
+	r.mu.Lock()
+	stale := r.stale
+	if stale {
+		r.stale, r.invalidated = false, r.clock()
+	}
 	r.mu.Unlock()
-	r.disco.Invalidate()
+	if stale {
+		r.disco.Invalidate()
+	}
 }
 
 // invalidateOnMiss drops the cached discovery after a lookup missed, unless
-// it was dropped less than missInvalidateInterval ago.
-func (r *Resolver) invalidateOnMiss() {
+// it was dropped less than missInvalidateInterval ago; it reports whether
+// it did (the caller looks again).
+func (r *Resolver) invalidateOnMiss() bool {
 	r.mu.Lock()
 	due := r.clock().Sub(r.invalidated) >= missInvalidateInterval
 	if due {
@@ -95,20 +112,19 @@ func (r *Resolver) invalidateOnMiss() {
 	if due {
 		r.disco.Invalidate()
 	}
+	return due
 }
 
 // Resolve returns the source CRD of gk. The result is owned by the caller.
 // It returns a *NotFoundError when the kind is not served.
 func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextensionsv1.CustomResourceDefinition, error) {
-	_, lists, err := r.disco.ServerGroupsAndResources()
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("failed to discover the service cluster's APIs: %w", err)
+	r.fresh()
+	kr, err := r.lookupKind(gk)
+	if notFound := (*NotFoundError)(nil); errors.As(err, &notFound) && r.invalidateOnMiss() {
+		// It may have appeared since the cache was filled.
+		kr, err = r.lookupKind(gk)
 	}
-	// Partial failures (an unavailable aggregated API) only matter if they
-	// hide our kind; then the kind is reported as not found.
-	kr, err := findKind(lists, gk)
 	if err != nil {
-		r.invalidateOnMiss() // it may appear soon; do not keep a stale answer
 		return nil, err
 	}
 
@@ -140,6 +156,17 @@ func (r *Resolver) Resolve(ctx context.Context, gk schema.GroupKind) (*apiextens
 		built, err = builtinCRD(gk, kr, preferred, models)
 	}
 	return built, err
+}
+
+// lookupKind finds gk in the (cached) discovery.
+func (r *Resolver) lookupKind(gk schema.GroupKind) (*kindResource, error) {
+	_, lists, err := r.disco.ServerGroupsAndResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("failed to discover the service cluster's APIs: %w", err)
+	}
+	// Partial failures (an unavailable aggregated API) only matter if they
+	// hide our kind; then the kind is reported as not found.
+	return findKind(lists, gk)
 }
 
 const (

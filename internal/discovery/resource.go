@@ -47,9 +47,10 @@ func ResourceInfo(dc discovery.DiscoveryInterface, gvr schema.GroupVersionResour
 // miss drops the cache at most every missInvalidateInterval, so a type
 // that appears later is found).
 func (r *Resolver) ResourceInfo(gvr schema.GroupVersionResource) (TypeInfo, error) {
+	r.fresh()
 	info, err := ResourceInfo(r.disco, gvr)
-	if err != nil {
-		r.invalidateOnMiss()
+	if err != nil && r.invalidateOnMiss() {
+		info, err = ResourceInfo(r.disco, gvr)
 	}
 	return info, err
 }

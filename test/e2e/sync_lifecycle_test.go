@@ -272,3 +272,54 @@ func TestProjectionChangeReleasesOldObjects(t *testing.T) {
 	})
 	agent.NoErrors(t)
 }
+
+// TestControllerRestartsLeaveNoGoroutines restarts a PublishedResource's
+// controller 20 times (each update of its spec does) with three engaged
+// workspaces: the agent's goroutines come back to where they were (event
+// handlers and their informer listeners are removed with each controller).
+func TestControllerRestartsLeaveNoGoroutines(t *testing.T) {
+	t.Parallel()
+	const restarts = 20
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 3)
+	ctx := t.Context()
+	for i, w := range ws {
+		framework.Must(t, w.Client.Create(ctx, newObject(kcpThing, "default", fmt.Sprintf("t%d", i), map[string]any{"color": "x"})), "create Thing")
+		waitOnlyCopy(t, f.Service.Client, w.ClusterName)
+	}
+	starts := func() int {
+		return int(metricValue(t, agent, "sync_agent_sync_controller_starts_total", `published_resource="things"`))
+	}
+	restart := func(i int) {
+		want := starts() + 1
+		// A resource filter that every object passes, set or dropped.
+		updatePR(t, f, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+			s.Filter = nil
+			if i%2 == 1 {
+				s.Filter = &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "never-set", Operator: metav1.LabelSelectorOpDoesNotExist},
+				}}}
+			}
+		})
+		framework.WaitFor(t, syncTimeout, "the controller to restart", func(context.Context) (bool, error) { return starts() >= want, nil })
+		f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady", func(pr *syncagentv1alpha1.PublishedResource) bool {
+			c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
+			return c != nil && c.Reason == syncagentv1alpha1.ReasonRunning && c.ObservedGeneration == pr.Generation
+		})
+	}
+	// Two restarts first: what the first restarts start once (queue
+	// metrics, a second endpoint connection) is part of the baseline.
+	restart(1)
+	restart(2)
+	time.Sleep(5 * time.Second)
+	baseline := metricValue(t, agent, "go_goroutines")
+	for i := range restarts {
+		restart(i + 3)
+	}
+	// 15 goroutines of slack for connections and timers; a leak of the
+	// handlers of one restart would be 8 (a listener is 2 goroutines).
+	framework.WaitFor(t, time.Minute, fmt.Sprintf("goroutines back to the baseline of %v", baseline), func(context.Context) (bool, error) {
+		return metricValue(t, agent, "go_goroutines") <= baseline+15, nil
+	})
+	agent.NoErrors(t)
+}

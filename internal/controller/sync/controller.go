@@ -58,6 +58,10 @@ const (
 	waitReportAfter = 5
 )
 
+// notRegisteredRequeue: a request for a workspace whose endpoint's kcp
+// handlers are not in place yet is looked at again after this time.
+const notRegisteredRequeue = time.Second
+
 // reconcileTimeout bounds one reconcile: every read and write it makes,
 // including the first sync of an informer of the workspace cache.
 const reconcileTimeout = time.Minute
@@ -161,13 +165,24 @@ func (c *Controller) Synced() <-chan struct{} { return c.synced }
 // within the cache sync timeout. Every informer it used for the service
 // side is released when it returns.
 func (c *Controller) Start(ctx context.Context) error {
+	// However it ends, the kcp handlers go and the workspaces' contexts no
+	// longer hold the controller (a start that failed before the hub was
+	// started included).
+	defer c.hub.stop()
 	types := c.serviceTypes()
 	for _, t := range types {
-		c.opts.Informers.acquire(t.cache, t.gvk)
+		c.opts.Informers.acquire(t.cache, t.obj)
 	}
 	defer func() {
+		// A source still looking up its informer would create it again
+		// after its removal: wait for the sources that were started.
+		for _, l := range c.local {
+			if l.started.Load() {
+				<-l.ready
+			}
+		}
 		for _, t := range types {
-			if err := c.opts.Informers.release(t.cache, t.gvk); err != nil {
+			if err := c.opts.Informers.release(t.cache, t.obj); err != nil {
 				c.log.Error(err, "Failed to release an informer")
 			}
 		}
@@ -199,19 +214,34 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		close(c.synced)
 	}()
-	return c.ctrl.Start(ctx)
+	err = c.ctrl.Start(ctx)
+	if ctx.Err() != nil {
+		// Stopped (during the start, too): not a failure.
+		return nil
+	}
+	return err
 }
 
 type serviceType struct {
 	cache cache.Informers
-	gvk   schema.GroupVersionKind
+	obj   ctrlruntimeclient.Object
 }
 
-// serviceTypes are the service-side informers the controller uses.
+// serviceTypes are the service-side informers the controller uses: the
+// local copies, the related types, and Namespaces (typed) if a
+// service-origin related entry finds its namespaces by selector.
 func (c *Controller) serviceTypes() []serviceType {
-	out := []serviceType{{c.opts.LocalCache, c.opts.LocalGVK}}
+	out := []serviceType{{c.opts.LocalCache, typed(c.opts.LocalGVK)}}
 	for _, t := range c.opts.RelatedTypes {
-		out = append(out, serviceType{c.opts.RelatedCache, t.Service.GVK})
+		out = append(out, serviceType{c.opts.RelatedCache, typed(t.Service.GVK)})
+	}
+	for _, rel := range c.opts.PublishedResource.Spec.Related {
+		if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace != nil && rel.Object.Namespace.Selector != nil {
+			ns := &corev1.Namespace{}
+			ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+			out = append(out, serviceType{c.opts.RelatedCache, ns})
+			break
+		}
 	}
 	return out
 }
@@ -397,6 +427,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		// The workspace is gone (unbound); nothing to do.
 		r.waited(req, false)
 		return reconcile.Result{}, nil
+	}
+	if !r.workspaces.registered(req.ClusterName) {
+		// A local copy's event can come first; the kcp handlers are added
+		// once the endpoint lists the type.
+		return reconcile.Result{RequeueAfter: notRegisteredRequeue}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()

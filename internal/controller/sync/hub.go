@@ -205,6 +205,20 @@ func (h *hub) workspace(name string) (Workspace, bool) {
 	return e.Workspace, true
 }
 
+// registered reports whether the handlers of a workspace's endpoint are in
+// place: reads of the workspace's cache before that would start the
+// informers themselves, before the endpoint lists the types.
+func (h *hub) registered(name string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	e, ok := h.workspaces[name]
+	if !ok {
+		return false
+	}
+	ew := h.endpoints[e.Endpoint]
+	return ew != nil && ew.handles != nil
+}
+
 func (h *hub) disengage(e *engagedWorkspace) {
 	h.mu.Lock()
 	if h.workspaces[e.Name] != e {

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
@@ -317,5 +320,95 @@ func TestHubWaitsUntilTheEndpointLists(t *testing.T) {
 	defer mu.Unlock()
 	if calls != 3 {
 		t.Errorf("listed %d times, want 3 (two not found, then found)", calls)
+	}
+}
+
+// TestFailedStartsReleaseTheirWorkspaces: a start that fails before the
+// controller runs (here the preflight) stops its hub, so the workspaces'
+// contexts do not keep every failed controller alive (one per retry).
+func TestFailedStartsReleaseTheirWorkspaces(t *testing.T) {
+	endpoint := newFakeInformers()
+	opts := testOptions(t)
+	opts.LocalCache, opts.RelatedCache = newFakeInformers(), newFakeInformers()
+	opts.Preflight = func(context.Context) error { return errors.New("forbidden") }
+	wsCtx, disengage := context.WithCancel(context.Background())
+	defer disengage()
+	for range 10 {
+		c, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			name := fmt.Sprintf("ws%d", i)
+			c.Engage(wsCtx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: endpoint}, Endpoint: endpoint})
+		}
+		if err := c.Start(context.Background()); err == nil {
+			t.Fatal("want the preflight's error")
+		}
+		c.hub.mu.Lock()
+		held := len(c.hub.workspaces)
+		c.hub.mu.Unlock()
+		if held != 0 {
+			t.Fatalf("a failed start still holds %d workspaces", held)
+		}
+	}
+}
+
+// slowInformers makes the lookup of one type's informer wait (a discovery
+// request of the REST mapper) until unblocked.
+type slowInformers struct {
+	*fakeInformers
+	slow    schema.GroupVersionKind
+	entered chan struct{}
+	unblock chan struct{}
+}
+
+func (s *slowInformers) GetInformer(ctx context.Context, obj ctrlruntimeclient.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if obj.GetObjectKind().GroupVersionKind() == s.slow {
+		close(s.entered)
+		<-s.unblock
+	}
+	return s.fakeInformers.GetInformer(ctx, obj, opts...)
+}
+
+// TestStopWhileASourceStartsLeavesNoInformer: a controller stopped while a
+// service-side source still looks up its informer does not release the
+// informer before the source is done (which would create it again, with
+// nobody left to remove it).
+func TestStopWhileASourceStartsLeavesNoInformer(t *testing.T) {
+	configMapGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	slow := &slowInformers{fakeInformers: newFakeInformers(), slow: configMapGVK, entered: make(chan struct{}), unblock: make(chan struct{})}
+	opts := testOptions(t)
+	opts.LocalCache, opts.RelatedCache = newFakeInformers(), slow
+	opts.PublishedResource.Spec.Related = relatedSpecs()
+	opts.RelatedTypes = []RelatedTypes{
+		{Kcp: relatedType(secretGVK, "secrets"), Service: relatedType(secretGVK, "secrets")},
+		{Kcp: relatedType(configMapGVK, "configmaps"), Service: relatedType(configMapGVK, "configmaps")},
+	}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	<-slow.entered
+	cancel()
+	time.AfterFunc(100*time.Millisecond, func() { close(slow.unblock) })
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a stopped controller's Start returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return")
+	}
+	<-slow.unblock
+	time.Sleep(100 * time.Millisecond) // a source that went on would have created it by now
+	slow.mu.Lock()
+	defer slow.mu.Unlock()
+	if _, exists := slow.informers[configMapGVK]; exists {
+		t.Error("the informer exists after its last user stopped")
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // SharedInformers counts the running sync controllers that use each
@@ -18,40 +20,41 @@ type SharedInformers struct {
 	users map[informerKey]int
 }
 
+// informerKey: a cache has an unstructured and a typed informer per type.
 type informerKey struct {
-	cache cache.Informers
-	gvk   schema.GroupVersionKind
+	cache        cache.Informers
+	gvk          schema.GroupVersionKind
+	unstructured bool
 }
 
-func (s *SharedInformers) acquire(c cache.Informers, gvk schema.GroupVersionKind) {
+func keyOf(c cache.Informers, obj ctrlruntimeclient.Object) informerKey {
+	_, u := obj.(runtime.Unstructured)
+	return informerKey{c, obj.GetObjectKind().GroupVersionKind(), u}
+}
+
+// acquire counts a use of the informer of obj's type (obj carries its GVK).
+func (s *SharedInformers) acquire(c cache.Informers, obj ctrlruntimeclient.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.users == nil {
 		s.users = map[informerKey]int{}
 	}
-	s.users[informerKey{c, gvk}]++
+	s.users[keyOf(c, obj)]++
 }
 
 // release drops a use; the last one removes the informer (which stops it:
 // no I/O, so the lock keeps an acquire from racing with the removal).
-func (s *SharedInformers) release(c cache.Informers, gvk schema.GroupVersionKind) error {
+func (s *SharedInformers) release(c cache.Informers, obj ctrlruntimeclient.Object) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := informerKey{c, gvk}
+	k := keyOf(c, obj)
 	s.users[k]--
 	if s.users[k] > 0 {
 		return nil
 	}
 	delete(s.users, k)
-	if err := c.RemoveInformer(context.Background(), typed(gvk)); err != nil {
-		return fmt.Errorf("failed to remove the informer of %s: %w", gvk, err)
+	if err := c.RemoveInformer(context.Background(), obj); err != nil {
+		return fmt.Errorf("failed to remove the informer of %s: %w", k.gvk, err)
 	}
 	return nil
-}
-
-// Users returns how many controllers use the cache's informer of gvk.
-func (s *SharedInformers) Users(c cache.Informers, gvk schema.GroupVersionKind) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.users[informerKey{c, gvk}]
 }

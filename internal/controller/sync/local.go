@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +31,7 @@ type localSource struct {
 	// ready is closed once the handler was added (or could not be);
 	// synced once WaitForSync saw it synced.
 	ready      chan struct{}
+	started    atomic.Bool
 	synced     chan struct{}
 	syncedOnce sync.Once
 	mu         sync.Mutex
@@ -48,6 +50,7 @@ func (s *localSource) String() string {
 // Start adds the handler in the background (finding the informer may ask
 // discovery) and removes it when ctx ends.
 func (s *localSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	s.started.Store(true)
 	go func() {
 		hd, err := s.add(ctx, queue)
 		s.mu.Lock()

@@ -453,7 +453,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonEndpointUnreachable, "No endpoint can be reached: %s", check.unreachableList()),
 			reconcile.Result{RequeueAfter: min(r.notServedBackoff(pr.Name), endpointRecheckInterval)}, nil
 	}
-	relatedTypes, err := r.relatedTypes(pr, check.serving[0])
+	relatedTypes, err := r.relatedTypes(pr, check.serving)
 	if err != nil {
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonResourceNotServed, "%v", err), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, nil
 	}
@@ -695,9 +695,10 @@ func (c endpointCheck) unreachableList() string {
 }
 
 // relatedTypes finds the types of the related entries: the service-side one
-// on the service cluster, the kcp-side one on the endpoint (types from other
-// exports are served there through the permission claims).
-func (r *reconciler) relatedTypes(pr *syncagentv1alpha1.PublishedResource, url string) ([]syncctrl.RelatedTypes, error) {
+// on the service cluster, the kcp-side one on every serving endpoint (types
+// from other exports are served there through the permission claims; an
+// endpoint without one would never deliver its events).
+func (r *reconciler) relatedTypes(pr *syncagentv1alpha1.PublishedResource, urls []string) ([]syncctrl.RelatedTypes, error) {
 	var out []syncctrl.RelatedTypes
 	for i := range pr.Spec.Related {
 		rel := &pr.Spec.Related[i]
@@ -706,9 +707,15 @@ func (r *reconciler) relatedTypes(pr *syncagentv1alpha1.PublishedResource, url s
 		if err != nil {
 			return nil, fmt.Errorf("related %q: the service cluster: %w", rel.Identifier, err)
 		}
-		kcp, err := r.kcpType(url, kcpGVR)
-		if err != nil {
-			return nil, fmt.Errorf("related %q: endpoint %s: %w (is the permission claim accepted?)", rel.Identifier, url, err)
+		var kcp agentdiscovery.TypeInfo
+		for j, url := range urls {
+			info, err := r.kcpType(url, kcpGVR)
+			if err != nil {
+				return nil, fmt.Errorf("related %q: endpoint %s: %w (is the permission claim accepted?)", rel.Identifier, url, err)
+			}
+			if j == 0 {
+				kcp = info
+			}
 		}
 		out = append(out, syncctrl.RelatedTypes{
 			Kcp:     related.Type{GVR: kcpGVR, TypeInfo: kcp},

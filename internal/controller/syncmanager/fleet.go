@@ -63,8 +63,10 @@ type fleet struct {
 	notify func(prName string)
 	// wg counts the goroutines of controllers and endpoints: Start returns
 	// only after all of them ended, so that the leader lease is released
-	// only when nothing writes any more.
-	wg sync.WaitGroup
+	// only when nothing writes any more. stopping (set when the run
+	// context ends) refuses new ones, so wg.Add never races with wg.Wait.
+	wg       sync.WaitGroup
+	stopping bool
 	// now is the clock of the backoff.
 	now func() time.Time
 
@@ -163,8 +165,25 @@ func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
 	close(f.started)
 	<-ctx.Done()
+	f.mu.Lock()
+	f.stopping = true
+	f.mu.Unlock()
 	f.wg.Wait()
 	return nil
+}
+
+// goroutine runs fn on a goroutine that Start waits for, unless the fleet
+// is stopping; callers hold f.mu.
+func (f *fleet) goroutine(fn func()) bool {
+	if f.stopping {
+		return false
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		fn()
+	}()
+	return true
 }
 
 // setNotify sets the function that asks for a PublishedResource's
@@ -258,11 +277,9 @@ func (f *fleet) SetEndpoints(urls []string) error {
 		ep := &endpoint{provider: p, cancel: cancel, lists: lists}
 		f.providers[u] = ep
 		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
-		f.wg.Add(1)
-		go func() {
-			defer f.wg.Done()
-			f.runEndpoint(ctx, u, cfg, ep)
-		}()
+		f.mu.Lock()
+		f.goroutine(func() { f.runEndpoint(ctx, u, cfg, ep) })
+		f.mu.Unlock()
 	}
 	return nil
 }
@@ -398,20 +415,7 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncContr
 	ctx, cancel := context.WithCancel(f.ctx)
 	r := &running{key: key, ctrl: ctrl, cancel: cancel, done: make(chan struct{})}
 
-	f.mu.Lock()
-	clusters := slices.Collect(maps.Values(f.clusters))
-	f.controllers[prName] = r
-	n := len(f.controllers)
-	f.mu.Unlock()
-	for _, e := range clusters {
-		ctrl.Engage(e.ctx, e.ws)
-	}
-	metrics.SyncControllers.Set(float64(n))
-	metrics.SyncControllerStarts.WithLabelValues(prName).Inc()
-
-	f.wg.Add(2)
-	go func() {
-		defer f.wg.Done()
+	watchSynced := func() {
 		select {
 		case <-ctrl.Synced():
 			f.mu.Lock()
@@ -423,9 +427,8 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncContr
 			f.changed(prName)
 		case <-ctx.Done():
 		}
-	}()
-	go func() {
-		defer f.wg.Done()
+	}
+	run := func() {
 		defer close(r.done)
 		err := ctrl.Start(ctx)
 		stopped := ctx.Err() != nil
@@ -445,7 +448,25 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncContr
 		f.mu.Unlock()
 		metrics.SyncControllers.Set(float64(f.count()))
 		f.changed(prName)
-	}()
+	}
+
+	f.mu.Lock()
+	if f.stopping {
+		f.mu.Unlock()
+		cancel()
+		return Status{Phase: PhaseStopped}
+	}
+	clusters := slices.Collect(maps.Values(f.clusters))
+	f.controllers[prName] = r
+	n := len(f.controllers)
+	f.goroutine(watchSynced)
+	f.goroutine(run)
+	f.mu.Unlock()
+	for _, e := range clusters {
+		ctrl.Engage(e.ctx, e.ws)
+	}
+	metrics.SyncControllers.Set(float64(n))
+	metrics.SyncControllerStarts.WithLabelValues(prName).Inc()
 	return Status{Phase: PhaseStarting}
 }
 
