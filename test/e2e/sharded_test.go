@@ -10,6 +10,7 @@ import (
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -116,6 +117,42 @@ func TestMultipleShards(t *testing.T) {
 	// The endpoints are checked again every minute.
 	f.Service.WaitForPublishedResource(t, "things", 2*time.Minute, "SyncReady Running again",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+
+	// The PublishedResource is deleted while the second shard is down: the
+	// first shard's objects are released at once; the PublishedResource
+	// stays, saying why, until the second shard is back and its objects
+	// are released too. Then consumers on both shards can delete.
+	k.StopShard(t, framework.SecondShard)
+	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady Releasing",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing))
+	waitReleased := func(ws *framework.Workspace, timeout time.Duration) {
+		t.Helper()
+		framework.WaitFor(t, timeout, "the Things of "+ws.Path+" to be released", func(ctx context.Context) (bool, error) {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
+			if err := ws.Client.List(ctx, list); err != nil {
+				return false, err
+			}
+			for _, o := range list.Items {
+				if len(o.GetFinalizers()) > 0 {
+					return false, nil
+				}
+			}
+			return len(list.Items) == 2, nil
+		})
+	}
+	waitReleased(consumers[0], syncTimeout)
+	k.StartShard(t, framework.SecondShard)
+	// Releases are retried with backoff, up to 5 minutes apart.
+	waitReleased(consumers[1], 6*time.Minute)
+	framework.WaitFor(t, syncTimeout, "the PublishedResource to go", func(ctx context.Context) (bool, error) {
+		err := f.Service.Client.Get(ctx, types.NamespacedName{Name: "things"}, &syncagentv1alpha1.PublishedResource{})
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	})
+	for _, ws := range consumers {
+		framework.Must(t, ws.Client.Delete(ctx, newObject(kcpThing, "default", "thing", nil)), "delete a Thing in %s", ws.Path)
+	}
 }
 
 // hostOf returns the scheme and host of a URL.

@@ -61,18 +61,7 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 	}
 	for _, gvk := range order {
 		fns := byType[gvk]
-		out = append(out, kcpWatch{obj: typed(gvk), gvr: gvrs[gvk], keys: func(ws Workspace, old, obj *unstructured.Unstructured) []types.NamespacedName {
-			var out []types.NamespacedName
-			for _, o := range []*unstructured.Unstructured{old, obj} {
-				if o == nil {
-					continue
-				}
-				for _, fn := range fns {
-					out = append(out, fn(ws, o)...)
-				}
-			}
-			return out
-		}})
+		out = append(out, kcpWatch{obj: typed(gvk), gvr: gvrs[gvk], keys: fanOut(fns)})
 	}
 	return out, nil
 }
@@ -127,20 +116,26 @@ func localSources(opts Options, entries []*related.Entry) ([]*localSource, error
 	}
 	for _, gvk := range order {
 		fns := byType[gvk]
-		out = append(out, newLocalSource(opts.RelatedCache, typed(gvk), func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request {
-			var reqs []mcreconcile.Request
-			for _, o := range []*unstructured.Unstructured{old, obj} {
-				if o == nil {
-					continue
-				}
-				for _, fn := range fns {
-					reqs = append(reqs, fn(ctx, o)...)
-				}
-			}
-			return reqs
-		}))
+		out = append(out, newLocalSource(opts.RelatedCache, typed(gvk), fanOut(fns)))
 	}
 	return out, nil
+}
+
+// fanOut maps an event to what every fn maps the object's previous (nil
+// except on updates) and current version to.
+func fanOut[C, T any](fns []func(C, *unstructured.Unstructured) []T) func(C, *unstructured.Unstructured, *unstructured.Unstructured) []T {
+	return func(c C, old, obj *unstructured.Unstructured) []T {
+		var out []T
+		for _, o := range []*unstructured.Unstructured{old, obj} {
+			if o == nil {
+				continue
+			}
+			for _, fn := range fns {
+				out = append(out, fn(c, o)...)
+			}
+		}
+		return out
+	}
 }
 
 // watchMode reads an entry's spec.related[].watch.
