@@ -3,6 +3,11 @@
 // written by the reference agent must keep working.
 package keys
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
 const (
 	// AgentName is the label and annotation with the agent's name (local
 	// copies, state Secrets, APIResourceSchemas, the APIExport).
@@ -32,9 +37,6 @@ const (
 	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
 	// CleanupFinalizer guards the deletion of synced kcp objects.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
-	// ReleaseFinalizer (ours) keeps a PublishedResource until the cleanup
-	// finalizers of its kcp objects have been released.
-	ReleaseFinalizer = "syncagent.kcp.io/release"
 	// SyncedResources (ours), on a PublishedResource, lists the kcp
 	// resources ("plural.group", comma-separated, sorted) whose objects
 	// its sync controllers may have given the cleanup finalizer: those of
@@ -44,3 +46,17 @@ const (
 	// on kcp primaries: <prefix><identifier>.<index>.
 	RelatedResourcesPrefix = "related-resources.syncagent.kcp.io/"
 )
+
+// ReleaseFinalizer (ours) is the finalizer with which an agent keeps a
+// PublishedResource it selects until the cleanup finalizers of its kcp
+// objects have been released: "syncagent.kcp.io/release-<agent name>", one
+// per agent (agents with different selectors never touch each other's),
+// with a hash of the name where the name does not fit a qualified name.
+func ReleaseFinalizer(agentName string) string {
+	name := "release-" + agentName
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(agentName))
+		name = "release-" + hex.EncodeToString(sum[:])[:20]
+	}
+	return "syncagent.kcp.io/" + name
+}

@@ -45,6 +45,9 @@ type runResult struct {
 	// bench's create calls into kcp), direct-* (physical reference).
 	Phases  map[string]*phaseResult `json:"phases"`
 	Restart restartResult           `json:"restart"`
+	// ReconcilesPerKcpEvent: the sync controller's reconciles per kcp event
+	// that needs no write (phase 3b).
+	ReconcilesPerKcpEvent float64 `json:"reconcilesPerKcpEvent"`
 	// Requests are the agent's requests per object by phase, side and
 	// HTTP method (rest_client_requests_total; GET includes lists and watches).
 	Requests map[string]map[string]map[string]float64 `json:"requestsPerObject"`
@@ -172,6 +175,7 @@ func metrics(cfg *config) []metric {
 		metric{name: "5 restart in sync: time to /readyz", unit: "s", get: func(r *runResult) (float64, bool) { return r.Restart.ReadySeconds, true }},
 		metric{name: "5 restart in sync: time to reconcile all", unit: "s", get: func(r *runResult) (float64, bool) { return r.Restart.ReconciledSeconds, true }},
 		metric{name: "5 restart in sync: write requests", unit: "req", get: func(r *runResult) (float64, bool) { return r.Restart.Writes, true }},
+		metric{name: "3b reconciles per kcp event", unit: "", get: func(r *runResult) (float64, bool) { return r.ReconcilesPerKcpEvent, true }},
 	)
 	for _, phase := range []string{"create", "status", "update", "delete"} {
 		for _, side := range []string{sideKcp, sideService} {

@@ -163,6 +163,8 @@ func runScenario(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentU
 	e.phaseStatus()
 	logf("[%s] phase 3: spec update of every kcp object", name)
 	e.phaseUpdate()
+	logf("[%s] phase 3b: one kcp event per object that needs no write", name)
+	e.phaseTouch()
 	logf("[%s] phase 5: agent restart with everything in sync", name)
 	e.phaseRestart()
 	logf("[%s] phase 4: delete every kcp object", name)
@@ -516,6 +518,39 @@ func (e *env) phaseUpdate() {
 		seen := e.waitAll("every spec update locally", func(i int) (time.Time, bool) { return e.rec.get(e.rec.localRed, e.key(i)) })
 		e.res.Phases["update"] = newPhase(start, done, seen)
 	})
+}
+
+// touchQuiet ends the touch phase: the agent's reconcile count has not
+// changed for this long.
+const touchQuiet = 5 * time.Second
+
+// phaseTouch sets an annotation that the agent never copies
+// (kubectl.kubernetes.io/last-applied-configuration) on every kcp object:
+// one kcp event per object that needs no write, hence no local event and
+// no requeue. The sync controller's reconciles per such event must be 1,
+// whatever the number of workspaces (with the pinned kcp provider's scoped
+// informers every event reached every workspace's handler: W).
+func (e *env) phaseTouch() {
+	reconciles := func() float64 {
+		return e.scrapeAgent().sum("controller_runtime_reconcile_total", map[string]string{"controller": "syncagent-sync"})
+	}
+	before := reconciles()
+	patch := []byte(`{"metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`)
+	e.parallel(e.cfg.Objects, func(ctx context.Context, i int) error {
+		c := e.kcpDyn[e.workspaceOf(i)].Resource(kcpGVR).Namespace(kcpNamespace)
+		_, err := c.Patch(ctx, objectName(i), types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	})
+	deadline := time.Now().Add(e.phaseTimeout())
+	last, since := reconciles(), time.Now()
+	for time.Now().Before(deadline) && (last-before < float64(e.cfg.Objects) || time.Since(since) < touchQuiet) {
+		time.Sleep(settleInterval)
+		if n := reconciles(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+	e.res.ReconcilesPerKcpEvent = (last - before) / float64(e.cfg.Objects)
+	logf("reconciles per kcp event: %.2f", e.res.ReconcilesPerKcpEvent)
 }
 
 // retryConflict calls fn, and again with fresh=true after a conflict.

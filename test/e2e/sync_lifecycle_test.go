@@ -201,7 +201,7 @@ func TestReleaseWhileAgentStopped(t *testing.T) {
 
 	pr := &syncagentv1alpha1.PublishedResource{}
 	framework.Must(t, svc.Get(ctx, types.NamespacedName{Name: "things"}, pr), "get PublishedResource")
-	if !slices.Contains(pr.Finalizers, "syncagent.kcp.io/release") {
+	if !slices.ContainsFunc(pr.Finalizers, func(f string) bool { return strings.HasPrefix(f, "syncagent.kcp.io/release-") }) {
 		t.Fatalf("the PublishedResource lacks the release finalizer: %v", pr.Finalizers)
 	}
 	agent.Stop(30 * time.Second)

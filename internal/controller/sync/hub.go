@@ -96,7 +96,7 @@ type engagedWorkspace struct {
 }
 
 // endpointWatch is the registration of the watches on one endpoint:
-// handles is nil while it is being made.
+// handles grows, in the order of the watches, while it is being made.
 type endpointWatch struct {
 	handles []handle
 }
@@ -216,7 +216,7 @@ func (h *hub) registered(name string) bool {
 		return false
 	}
 	ew := h.endpoints[e.Endpoint]
-	return ew != nil && ew.handles != nil
+	return ew != nil && len(ew.handles) > 0
 }
 
 func (h *hub) disengage(e *engagedWorkspace) {
@@ -275,38 +275,38 @@ func (h *hub) current(r registration) bool {
 // retrying with backoff while a type cannot be found, and keeps them if
 // the registration is still wanted.
 func (h *hub) register(r registration) {
-	handles := make([]handle, 0, len(h.watches))
 	wait := registerRetryMin
 	for _, w := range h.watches {
 		h.waitListed(r, w.gvr)
 		for {
 			if !h.current(r) {
-				removeHandles(handles)
 				return
 			}
 			hd, err := h.addHandler(r.endpoint, w)
 			if err == nil {
-				handles = append(handles, hd)
+				// Kept at once, so that disengage and stop remove it; the
+				// primaries' handler (the first) makes the endpoint's
+				// workspaces reconcilable.
+				h.mu.Lock()
+				keep := !h.stopped && h.endpoints[r.endpoint] == r.watch
+				if keep {
+					r.watch.handles = append(r.watch.handles, hd)
+				}
+				h.mu.Unlock()
+				if !keep {
+					removeHandles([]handle{hd})
+					return
+				}
 				break
 			}
 			h.log.Info("Cannot watch a kcp type yet; retrying", "kind", w.obj.GetKind(), "after", wait, "error", err.Error())
 			select {
 			case <-h.ctx.Done():
-				removeHandles(handles)
 				return
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, registerRetryMax)
 		}
-	}
-	h.mu.Lock()
-	keep := !h.stopped && h.endpoints[r.endpoint] == r.watch
-	if keep {
-		r.watch.handles = handles
-	}
-	h.mu.Unlock()
-	if !keep {
-		removeHandles(handles)
 	}
 }
 

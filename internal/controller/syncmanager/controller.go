@@ -71,6 +71,11 @@ const (
 	notServedRetryMax = 5 * time.Minute
 )
 
+// conflictRetry: a finalizer write that lost an optimistic-lock race (the
+// other controllers write the PublishedResource's status) is made again
+// after this time, without an error in the log.
+const conflictRetry = 100 * time.Millisecond
+
 // endpointRecheckInterval re-checks the endpoints of a PublishedResource
 // whose controller runs: an endpoint (a shard) that goes away or comes back
 // sends no event, and SyncReady should say so within this time.
@@ -104,6 +109,7 @@ type controllerKey struct {
 	// finalizer still have their deletion processed (contract §7 #13).
 	deletionOnly      bool
 	remoteGVK         schema.GroupVersionKind
+	remoteResource    string
 	uid               types.UID
 	generation        int64
 	schemaName        string
@@ -129,7 +135,7 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, releasing and failed.
+	// servedMu guards kcpTypes, notServed, releasing, warned and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
@@ -137,6 +143,9 @@ type reconciler struct {
 	notServed map[string]int
 	// prEvents records Events on PublishedResources.
 	prEvents record.EventRecorder
+	// warned remembers the PublishedResources whose finalizer could not be
+	// added for lack of permissions.
+	warned map[string]bool
 	// releasing counts consecutive failed releases per PublishedResource.
 	releasing map[string]int
 	// endpointClients reaches the workspaces of an endpoint.
@@ -258,6 +267,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		notServed:     map[string]int{},
 		informers:     &syncctrl.SharedInformers{},
 		releasing:     map[string]int{},
+		warned:        map[string]bool{},
 		prEvents:      mgr.GetEventRecorderFor(ControllerName),
 		review:        requestReviewer(metadataClient),
 		failed:        map[string]endpointFailure{},
@@ -327,22 +337,24 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
 		if apierrors.IsNotFound(err) {
-			// Gone (released before, see finalize).
-			r.fleet.Stop(req.Name)
+			// Gone: released before (see finalize), or deleted without our
+			// finalizer (the agent may not patch PublishedResources): then
+			// one pass releases what its controller synced.
+			r.releaseStopped(ctx, req.Name, urls)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
 	}
+	if !selection.Matches(r.Selector, pr) {
+		// Not ours (any more): another agent may take it over.
+		r.fleet.Stop(pr.Name)
+		return r.setReleaseFinalizer(ctx, pr, false)
+	}
 	if pr.DeletionTimestamp != nil {
 		return r.finalize(ctx, pr, urls)
 	}
-	if !selection.Matches(r.Selector, pr) {
-		// Another agent may take it over; ours no longer answers for it.
-		r.fleet.Stop(pr.Name)
-		return reconcile.Result{}, r.setReleaseFinalizer(ctx, pr, false)
-	}
-	if err := r.setReleaseFinalizer(ctx, pr, true); err != nil {
-		return reconcile.Result{}, err
+	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
+		return res, err
 	}
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
@@ -354,6 +366,19 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return result, err
 }
 
+// releaseStopped stops a PublishedResource's controller and, if one ran,
+// releases the objects of its kcp resource in one best-effort pass.
+func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []string) {
+	key, ok := r.fleet.Stop(prName)
+	if !ok {
+		return
+	}
+	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
+	if n, err := r.releaseResource(ctx, prName, gr, urls); err != nil {
+		r.log.Error(err, "Failed to release the objects of a PublishedResource deleted without the agent's finalizer", "publishedresource", prName, "released", n)
+	}
+}
+
 // finalize releases a deleted PublishedResource (contract §7 #14): its
 // controller stops, and our finalizer is removed from its objects on every
 // endpoint, or consumers' deletions would hang forever. The
@@ -361,16 +386,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // release happens whenever the PublishedResource was deleted (the agent
 // down, its controller not running, a shard down), retried with backoff.
 func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (reconcile.Result, error) {
-	r.fleet.Stop(pr.Name)
-	if !hasReleaseFinalizer(pr) {
+	if !r.hasReleaseFinalizer(pr) {
+		r.releaseStopped(ctx, pr.Name, urls)
 		return reconcile.Result{}, nil
 	}
+	r.fleet.Stop(pr.Name)
 	grs := syncedResources(pr)
 	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
 		grs = append(grs, gr)
 	}
 	for _, gr := range grs {
-		n, err := r.newRelease(urls).run(ctx, gr)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
 		if err != nil {
 			r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name, "released", n)
 			cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
@@ -387,25 +413,52 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	r.servedMu.Lock()
 	delete(r.releasing, pr.Name)
 	r.servedMu.Unlock()
-	return reconcile.Result{}, r.setReleaseFinalizer(ctx, pr, false)
+	return r.setReleaseFinalizer(ctx, pr, false)
 }
 
 // setReleaseFinalizer adds or removes our finalizer on the
-// PublishedResource, writing only if that changes it.
-func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, want bool) error {
-	if hasReleaseFinalizer(pr) == want {
-		return nil
+// PublishedResource, writing only if that changes it. A conflict (another
+// controller wrote meanwhile) is tried again shortly, quietly. If the agent
+// may not patch PublishedResources (RBAC of the reference's chart), it
+// says so once per PublishedResource and syncs on without the durable
+// release.
+func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, want bool) (reconcile.Result, error) {
+	if r.hasReleaseFinalizer(pr) == want {
+		return reconcile.Result{}, nil
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(pr.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	if want {
-		controllerutil.AddFinalizer(pr, keys.ReleaseFinalizer)
+		controllerutil.AddFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
 	} else {
-		controllerutil.RemoveFinalizer(pr, keys.ReleaseFinalizer)
+		controllerutil.RemoveFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
 	}
-	if err := r.client.Patch(ctx, pr, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to update the finalizers of PublishedResource %s: %w", pr.Name, err)
+	err := r.client.Patch(ctx, pr, patch)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return reconcile.Result{}, nil
+	case apierrors.IsConflict(err):
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	case apierrors.IsForbidden(err) && want:
+		if r.warnOnce(pr.Name) {
+			r.log.Error(err, "The agent may not patch PublishedResources: deleting one releases its objects only while the agent runs", "publishedresource", pr.Name)
+			r.prEvents.Event(pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError,
+				"The agent may not patch PublishedResources (grant patch on publishedresources): deleting this one releases its objects in kcp only while the agent runs.")
+		}
+		return reconcile.Result{}, nil
 	}
-	return nil
+	return reconcile.Result{}, fmt.Errorf("failed to update the finalizers of PublishedResource %s: %w", pr.Name, err)
+}
+
+// warnOnce reports whether the PublishedResource's missing patch
+// permission was not reported yet.
+func (r *reconciler) warnOnce(prName string) bool {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	if r.warned[prName] {
+		return false
+	}
+	r.warned[prName] = true
+	return true
 }
 
 func syncReady(status metav1.ConditionStatus, reason, format string, args ...any) metav1.Condition {
@@ -463,7 +516,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 
 	localGVK := projection.GVK(src)
 	key := controllerKey{
-		deletionOnly: disabled, remoteGVK: remoteGVK,
+		deletionOnly: disabled, remoteGVK: remoteGVK, remoteResource: projected.Spec.Names.Plural,
 		uid: pr.UID, generation: pr.Generation, schemaName: pr.Status.ResourceSchemaName,
 		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		statusSubresource: hasStatusSubresource(src, localGVK.Version),

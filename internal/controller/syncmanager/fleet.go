@@ -494,18 +494,20 @@ func (r *running) status() Status {
 }
 
 // Stop stops the PublishedResource's controller, if any, and forgets its
-// failures.
-func (f *fleet) Stop(prName string) {
+// failures; it returns the key of the controller it stopped.
+func (f *fleet) Stop(prName string) (controllerKey, bool) {
 	f.mu.Lock()
 	old := f.controllers[prName]
 	delete(f.controllers, prName)
 	delete(f.failures, prName)
 	n := len(f.controllers)
 	f.mu.Unlock()
-	if old != nil {
-		old.stop()
-	}
 	metrics.SyncControllers.Set(float64(n))
+	if old == nil {
+		return controllerKey{}, false
+	}
+	old.stop()
+	return old.key, true
 }
 
 // engagedCluster returns an engaged workspace, nil if it is not engaged.

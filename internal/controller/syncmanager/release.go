@@ -23,13 +23,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
-// releaseRequestTimeout bounds each request of a release.
-const releaseRequestTimeout = 30 * time.Second
+// releaseRequestTimeout bounds each request of a release; lists are read
+// in pages of releaseListPage objects.
+const (
+	releaseRequestTimeout = 30 * time.Second
+	releaseListPage       = 500
+)
 
 // endpointClients returns a dynamic client for one workspace of an
 // endpoint, or for all of them with cluster "*".
@@ -97,23 +104,54 @@ func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupV
 	if err != nil {
 		return 0, err
 	}
-	list, err := all.Resource(gvr).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err)
-	}
 	released := 0
 	var errs []error
-	for i := range list.Items {
-		obj := &list.Items[i]
-		ok, err := rel.releaseObject(ctx, url, gvr, obj)
+	opts := metav1.ListOptions{Limit: releaseListPage}
+	for {
+		list, err := all.Resource(gvr).List(ctx, opts)
 		if err != nil {
-			errs = append(errs, err)
+			return released, errors.Join(append(errs, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err))...)
 		}
-		if ok {
-			released++
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+				continue
+			}
+			if ours, err := rel.ours(ctx, obj); err != nil || !ours {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			ok, err := rel.releaseObject(ctx, url, gvr, obj)
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if ok {
+				released++
+			}
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return released, errors.Join(errs...)
 		}
 	}
-	return released, errors.Join(errs...)
+}
+
+// ours reports whether a primary with the cleanup finalizer is this
+// agent's to release: the agent holds its state (another agent with the
+// same finalizer, or one of our objects whose first pass never got that
+// far, is left alone), and no related record names it as a kcp-origin
+// source (another PublishedResource still needs the finalizer).
+func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+	p := state.Primary{Remote: objmeta.Remote{Cluster: logicalcluster.From(obj).String(), Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	st, err := rel.state.Get(ctx, p)
+	if err != nil || st == nil {
+		return false, err
+	}
+	ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	holders, err := rel.state.SourceHolders(ctx, p, ref)
+	return err == nil && len(holders) == 0, err
 }
 
 // releaseObject removes our finalizer from obj (of a workspace of the
@@ -209,7 +247,7 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 		}
 		obj, err := c.Resource(gvr).Namespace(rec.Origin.Namespace).Get(ctx, rec.Origin.Name, metav1.GetOptions{})
 		switch {
-		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		case apierrors.IsNotFound(err):
 			// Not this endpoint's workspace, or gone.
 			continue
 		case err != nil:
@@ -237,8 +275,8 @@ func (f *fleet) releaseEvent(cluster string, obj *unstructured.Unstructured) {
 }
 
 // hasReleaseFinalizer reports whether the PublishedResource carries ours.
-func hasReleaseFinalizer(pr *syncagentv1alpha1.PublishedResource) bool {
-	return controllerutil.ContainsFinalizer(pr, keys.ReleaseFinalizer)
+func (r *reconciler) hasReleaseFinalizer(pr *syncagentv1alpha1.PublishedResource) bool {
+	return controllerutil.ContainsFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
 }
 
 // servedResource finds the version (the group's preferred one first) and
@@ -331,7 +369,17 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 	if err != nil {
 		return err
 	}
-	if err := r.client.Patch(ctx, pr, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+	err = r.client.Patch(ctx, pr, ctrlruntimeclient.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsForbidden(err) {
+		// As with the finalizer: reported once, syncing goes on; an
+		// earlier projection's objects are then released only while its
+		// controller stops in this process.
+		if r.warnOnce(pr.Name) {
+			r.log.Error(err, "The agent may not patch PublishedResources", "publishedresource", pr.Name)
+		}
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("failed to record the synced resources of PublishedResource %s: %w", pr.Name, err)
 	}
 	return nil
@@ -354,7 +402,7 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		if gr == current {
 			continue
 		}
-		n, err := r.newRelease(urls).run(ctx, gr)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
 			keep = append(keep, gr)
@@ -369,4 +417,37 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		return r.backoff(r.releasing, pr.Name), errors.Join(errs...)
 	}
 	return 0, nil
+}
+
+// inUseElsewhere reports whether another selected PublishedResource syncs
+// gr (records it, or its schema publishes it): its objects are then not
+// released (a renamed PublishedResource, two of them for one resource).
+func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource, prName string) (bool, error) {
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
+		return false, err
+	}
+	for i := range prs {
+		other := &prs[i]
+		if other.Name == prName {
+			continue
+		}
+		if current, ok := projection.SchemaGroupResource(other.Status.ResourceSchemaName); (ok && current == gr) || slices.Contains(syncedResources(other), gr) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// releaseResource releases the objects of gr for the PublishedResource,
+// unless another one syncs gr.
+func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string) (int, error) {
+	used, err := r.inUseElsewhere(ctx, gr, prName)
+	if err != nil || used {
+		if used {
+			r.log.Info("Not releasing the objects of a resource another PublishedResource syncs", "publishedresource", prName, "resource", gr.String())
+		}
+		return 0, err
+	}
+	return r.newRelease(urls).run(ctx, gr)
 }

@@ -6,16 +6,31 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-logr/logr"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/record"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
 func TestReleaseOnEveryEndpoint(t *testing.T) {
@@ -43,9 +58,10 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 		wantErr      bool
 	}{
 		{
-			name: "objects of workspaces on every endpoint lose our finalizer only",
+			name: "objects of workspaces on every endpoint lose our finalizer only; objects we hold no state for keep it",
 			endpoints: map[string]*fakedynamic.FakeDynamicClient{
-				"https://shard-1": newEndpoint(thing("ws1", "a", keys.CleanupFinalizer), thing("ws1", "b", "other.io/keep", keys.CleanupFinalizer), thing("ws2", "c")),
+				"https://shard-1": newEndpoint(thing("ws1", "a", keys.CleanupFinalizer), thing("ws1", "b", "other.io/keep", keys.CleanupFinalizer), thing("ws2", "c"),
+					thing("ws2", "foreign", keys.CleanupFinalizer)),
 				"https://shard-2": newEndpoint(thing("ws3", "d", keys.CleanupFinalizer)),
 			},
 			wantReleased: 3,
@@ -69,6 +85,17 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 			}
 			slices.Sort(urls)
 			var events []string
+			store := &state.Store{Client: fake.NewClientBuilder().
+				WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+				WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
+				Namespace: "kcp-system", AgentName: "agent"}
+			store.Live = store.Client
+			for _, o := range [][2]string{{"ws1", "a"}, {"ws1", "b"}, {"ws3", "d"}} {
+				p := state.Primary{Remote: objmeta.Remote{Cluster: o[0], Namespace: "default", Name: o[1]}, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+				if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			rel := &release{
 				urls:    urls,
 				clients: func(url, _ string) (dynamic.Interface, error) { return tc.endpoints[url], nil },
@@ -81,7 +108,7 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 				resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
 					return gvr, true, nil
 				},
-				state: &state.Store{Client: fake.NewClientBuilder().Build(), Namespace: "kcp-system", AgentName: "agent"},
+				state: store,
 				event: func(cluster string, obj *unstructured.Unstructured) {
 					events = append(events, cluster+"/"+obj.GetName())
 				},
@@ -102,8 +129,8 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range list.Items {
-					if slices.Contains(o.GetFinalizers(), keys.CleanupFinalizer) {
-						t.Errorf("%s %s still has our finalizer", url, o.GetName())
+					if has := slices.Contains(o.GetFinalizers(), keys.CleanupFinalizer); has != (o.GetName() == "foreign") {
+						t.Errorf("%s %s: our finalizer %v, want it only on the object we hold no state for", url, o.GetName(), has)
 					}
 					if o.GetName() == "b" && !slices.Equal(o.GetFinalizers(), []string{"other.io/keep"}) {
 						t.Errorf("b's other finalizers: %v", o.GetFinalizers())
@@ -112,4 +139,74 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReleaseFinalizerBelongsToItsAgent: each agent adds and removes only
+// its own finalizer, and only on PublishedResources it selects; one that
+// it does not select (another agent's) is never touched, deleted or not.
+// Without the permission to patch PublishedResources the agent syncs on.
+func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
+	s := kcp.NewScheme() // the endpoint slice (none here)
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	pr := func(name, agent string, deleted bool, finalizers ...string) *syncagentv1alpha1.PublishedResource {
+		p := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"agent": agent}, Finalizers: finalizers}}
+		if deleted {
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	ours, theirs := keys.ReleaseFinalizer("x"), keys.ReleaseFinalizer("y")
+	testcases := []struct {
+		name      string
+		pr        *syncagentv1alpha1.PublishedResource
+		forbidden bool
+		want      []string
+	}{
+		{name: "a selected PublishedResource gets our finalizer", pr: pr("a", "x", false), want: []string{ours}},
+		{name: "another agent's keeps its finalizer and gets none of ours", pr: pr("b", "y", false, theirs), want: []string{theirs}},
+		{name: "another agent's deleted one is not finalized by us", pr: pr("c", "y", true, theirs), want: []string{theirs}},
+		{name: "a deselected one loses our finalizer only", pr: pr("d", "y", false, ours, theirs), want: []string{theirs}},
+		{name: "without patch permission the agent goes on", pr: pr("e", "x", false), forbidden: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.pr).WithStatusSubresource(&syncagentv1alpha1.PublishedResource{}).WithInterceptorFuncs(interceptor.Funcs{
+				Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+					if tc.forbidden {
+						return apierrors.NewForbidden(schema.GroupResource{Group: "syncagent.kcp.io", Resource: "publishedresources"}, obj.GetName(), errors.New("RBAC"))
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+			}).Build()
+			h := newFleetHarness(t)
+			r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
+				client: c, kcpCache: c, fleet: h.fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
+				status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
+				warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
+			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: tc.pr.Name}})
+			if err != nil || !res.IsZero() {
+				t.Fatalf("got %+v, %v", res, err)
+			}
+			if r.warned[tc.pr.Name] != tc.forbidden {
+				t.Errorf("refused patch reported: %v, want %v", r.warned[tc.pr.Name], tc.forbidden)
+			}
+			got := &syncagentv1alpha1.PublishedResource{}
+			if err := c.Get(context.Background(), types.NamespacedName{Name: tc.pr.Name}, got); err != nil {
+				t.Fatal(err)
+			}
+			if tc.forbidden && findSyncReady(got) == nil {
+				t.Error("without patch permission the PublishedResource was not reconciled")
+			}
+			if !slices.Equal(got.Finalizers, tc.want) {
+				t.Errorf("finalizers %v, want %v", got.Finalizers, tc.want)
+			}
+		})
+	}
+}
+
+func findSyncReady(pr *syncagentv1alpha1.PublishedResource) *metav1.Condition {
+	return apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady)
 }
