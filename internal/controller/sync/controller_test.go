@@ -1,15 +1,20 @@
 package sync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -72,5 +77,41 @@ func TestWaitBackoff(t *testing.T) {
 	}
 	if n := r.waited(req, true); n != 1 {
 		t.Errorf("a new wait starts at 1, got %d", n)
+	}
+}
+
+// blockingCache models the kcp provider's workspace cache for a type the
+// virtual workspace does not serve: its own reads wait for the informer
+// without a deadline (context.TODO inside the provider), GetInformer waits
+// until the caller's context ends.
+type blockingCache struct {
+	cache.Cache
+}
+
+func (blockingCache) GetInformer(ctx context.Context, _ ctrlruntimeclient.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (blockingCache) Get(context.Context, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+	select {} // never returns
+}
+
+// TestCachedReadsHaveADeadline: a typed read of the workspace cache (the
+// namespace filter's Namespace, the LogicalCluster for workspace paths)
+// ends with the reconcile's deadline instead of blocking a worker forever.
+func TestCachedReadsHaveADeadline(t *testing.T) {
+	c := cachedReads{Client: fake.NewClientBuilder().Build(), cache: blockingCache{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Get(ctx, types.NamespacedName{Name: "default"}, &corev1.Namespace{}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want the deadline", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read did not end with its context")
 	}
 }
