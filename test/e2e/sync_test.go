@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"os"
 	"testing"
 	"time"
@@ -219,4 +220,63 @@ func ignoreNoMatch(err error) error {
 		return nil
 	}
 	return err
+}
+
+// TestLabelRemovalConverges: a consumer removes the only label of their
+// object (kubectl label thing x team-), then the only annotation; each
+// removal reaches the local copy, an operator's label on the copy
+// survives, and the object keeps syncing (a spec change still arrives).
+func TestLabelRemovalConverges(t *testing.T) {
+	t.Parallel()
+	f, consumers, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	consumer, svc := consumers[0], f.Service.Client
+	ctx := t.Context()
+	thing := newObject(kcpThing, "default", "labelled", map[string]any{"color": "blue"})
+	thing.SetLabels(map[string]string{"team": "a"})
+	thing.SetAnnotations(map[string]string{"note": "n"})
+	framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing")
+	local := waitOnlyCopy(t, svc, consumer.ClusterName)
+	local.SetLabels(withEntries(local.GetLabels(), map[string]string{"operator": "yes"}))
+	framework.Must(t, svc.Update(ctx, &local), "label the local copy as an operator would")
+
+	waitLocal := func(what string, ok func(l *unstructured.Unstructured) bool) {
+		t.Helper()
+		framework.WaitFor(t, syncTimeout, what, func(ctx context.Context) (bool, error) {
+			items, err := localCopies(ctx, svc, consumer.ClusterName)
+			return err == nil && len(items) == 1 && ok(&items[0]), err
+		})
+	}
+	update := func(mutate func(*unstructured.Unstructured)) {
+		t.Helper()
+		framework.Must(t, consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "labelled"}, thing), "get Thing")
+		mutate(thing)
+		framework.Must(t, consumer.Client.Update(ctx, thing), "update Thing")
+	}
+	update(func(o *unstructured.Unstructured) { o.SetLabels(nil) })
+	waitLocal("the label removed locally, the operator's kept", func(l *unstructured.Unstructured) bool {
+		return l.GetLabels()["team"] == "" && l.GetLabels()["operator"] == "yes"
+	})
+	update(func(o *unstructured.Unstructured) { o.SetAnnotations(nil) })
+	waitLocal("the annotation removed locally", func(l *unstructured.Unstructured) bool {
+		return l.GetAnnotations()["note"] == "" && l.GetLabels()["operator"] == "yes"
+	})
+	update(func(o *unstructured.Unstructured) {
+		framework.Must(t, unstructured.SetNestedField(o.Object, "red", "spec", "color"), "set color")
+	})
+	waitLocal("a later spec change locally", func(l *unstructured.Unstructured) bool {
+		color, _, _ := unstructured.NestedString(l.Object, "spec", "color")
+		return color == "red"
+	})
+	agent.NoErrors(t)
+}
+
+// withEntries returns a copy of m with add's entries.
+func withEntries(m, add map[string]string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, add)
+	return out
 }

@@ -21,8 +21,12 @@ import (
 
 // ThreeWay returns the merge patch that turns last into desired, or nil when
 // they do not differ. Lists that changed are replaced as a whole; fields
-// removed in desired are removed (null in the patch).
+// removed in desired are removed (null in the patch). Labels and
+// annotations are patched key by key: a key that left desired is removed,
+// the others (set on the service side) stay, and metadata itself is never
+// dropped (the API server refuses an object without it).
 func ThreeWay(last, desired map[string]any) ([]byte, error) {
+	desired = keepMetadataMaps(last, desired)
 	lastJSON, err := json.Marshal(last)
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode the last state: %w", err)
@@ -39,6 +43,40 @@ func ThreeWay(last, desired map[string]any) ([]byte, error) {
 		return nil, nil
 	}
 	return patch, nil
+}
+
+// keepMetadataMaps returns desired with an empty labels or annotations map
+// (and metadata) wherever last has one and desired has none, so that the
+// merge patch removes last's keys one by one instead of the whole map. The
+// caller's map is not modified.
+func keepMetadataMaps(last, desired map[string]any) map[string]any {
+	lastMeta, _ := last["metadata"].(map[string]any)
+	if len(lastMeta) == 0 {
+		return desired
+	}
+	meta, _ := desired["metadata"].(map[string]any)
+	var added map[string]any
+	for _, k := range []string{"labels", "annotations"} {
+		if _, had := lastMeta[k].(map[string]any); !had {
+			continue
+		}
+		if _, has := meta[k].(map[string]any); has {
+			continue
+		}
+		if added == nil {
+			added = maps.Clone(meta)
+			if added == nil {
+				added = map[string]any{}
+			}
+		}
+		added[k] = map[string]any{}
+	}
+	if added == nil {
+		return desired
+	}
+	out := maps.Clone(desired)
+	out["metadata"] = added
+	return out
 }
 
 // Overwrite applies desired to local when no last state is known: every

@@ -79,6 +79,27 @@ func TestThreeWay(t *testing.T) {
 			want:    `{"metadata":{"labels":{"a":"1","b":"2","svc":"x"}},"spec":{}}`,
 		},
 		{
+			name:    "removing the last kcp label removes that label only (the patch never drops metadata)",
+			last:    `{"metadata":{"labels":{"team":"a"}},"spec":{}}`,
+			desired: `{"spec":{}}`,
+			local:   `{"metadata":{"name":"x","labels":{"team":"a","operator":"yes"}},"spec":{}}`,
+			want:    `{"metadata":{"name":"x","labels":{"operator":"yes"}},"spec":{}}`,
+		},
+		{
+			name:    "removing every kcp label while annotations remain keeps the service's labels",
+			last:    `{"metadata":{"labels":{"team":"a"},"annotations":{"note":"n"}},"spec":{}}`,
+			desired: `{"metadata":{"annotations":{"note":"n"}},"spec":{}}`,
+			local:   `{"metadata":{"name":"x","labels":{"team":"a","operator":"yes"},"annotations":{"note":"n"}},"spec":{}}`,
+			want:    `{"metadata":{"name":"x","labels":{"operator":"yes"},"annotations":{"note":"n"}},"spec":{}}`,
+		},
+		{
+			name:    "removing the last kcp annotation removes that annotation only",
+			last:    `{"metadata":{"annotations":{"note":"n"}},"spec":{}}`,
+			desired: `{"spec":{}}`,
+			local:   `{"metadata":{"name":"x","annotations":{"note":"n","svc":"keep"}},"spec":{}}`,
+			want:    `{"metadata":{"name":"x","annotations":{"svc":"keep"}},"spec":{}}`,
+		},
+		{
 			name:    "no change, no patch",
 			last:    `{"spec":{"color":"blue"}}`,
 			desired: `{"spec":{"color":"blue"}}`,
@@ -99,6 +120,13 @@ func TestThreeWay(t *testing.T) {
 			}
 			if patch == nil {
 				t.Fatal("expected a patch")
+			}
+			var p map[string]any
+			if err := json.Unmarshal(patch, &p); err != nil {
+				t.Fatal(err)
+			}
+			if m, ok := p["metadata"]; ok && m == nil {
+				t.Fatalf("the patch %s drops metadata (the API server refuses it)", patch)
 			}
 			if diff := cmp.Diff(parse(t, tc.want), apply(t, parse(t, tc.local), patch)); diff != "" {
 				t.Errorf("local after patch %s (-want +got):\n%s", patch, diff)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -528,5 +529,66 @@ func TestSyncer_adoptionStateWriteFails(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"color": "green"}, local.Object["spec"]); diff != "" {
 		t.Errorf("the adopted object's spec was overwritten (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_removingLastLabelAndAnnotation: a consumer removes the only
+// label, then the only annotation of their object. Each removal reaches the
+// local copy key by key: labels and annotations set on the service side
+// and the sync metadata stay, and the object converges (a patch that drops
+// metadata would be refused on every pass, freezing the object).
+func TestSyncer_removingLastLabelAndAnnotation(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	remote := typed(remoteGVK)
+	remote.SetNamespace("default")
+	remote.SetName("foo")
+	remote.SetLabels(map[string]string{"team": "a"})
+	remote.SetAnnotations(map[string]string{"note": "n"})
+	remote.Object["spec"] = map[string]any{"color": "blue"}
+	if err := e.kcp.Create(ctx, remote); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	local := e.localCopy(t)
+	local.SetLabels(merge.WithEntries(local.GetLabels(), map[string]string{"operator": "yes"}))
+	local.SetAnnotations(merge.WithEntries(local.GetAnnotations(), map[string]string{"svc": "keep"}))
+	if err := e.service.Update(ctx, local); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, step := range []struct {
+		name   string
+		change func(*unstructured.Unstructured)
+		check  func(*unstructured.Unstructured) bool
+	}{
+		{"label removed", func(o *unstructured.Unstructured) { o.SetLabels(nil) }, func(l *unstructured.Unstructured) bool {
+			return l.GetLabels()["team"] == "" && l.GetLabels()["operator"] == "yes" && l.GetAnnotations()["note"] == "n"
+		}},
+		{"annotation removed", func(o *unstructured.Unstructured) { o.SetAnnotations(nil) }, func(l *unstructured.Unstructured) bool {
+			return l.GetAnnotations()["note"] == "" && l.GetAnnotations()["svc"] == "keep" && l.GetLabels()["operator"] == "yes"
+		}},
+	} {
+		obj := e.getRemote(t, "default", "foo")
+		step.change(obj)
+		if err := e.kcp.Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.converge(t, "default", "foo"); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		local := e.localCopy(t)
+		if !step.check(local) {
+			t.Errorf("%s: local labels %v, annotations %v", step.name, local.GetLabels(), local.GetAnnotations())
+		}
+		if _, ok := objmeta.FromLocal(local); !ok {
+			t.Errorf("%s: the local copy lost its sync metadata: %v", step.name, local.GetLabels())
+		}
+		res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+		if err != nil || res.Writes != 0 {
+			t.Errorf("%s: not converged: %+v, %v", step.name, res, err)
+		}
 	}
 }
