@@ -9,12 +9,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -320,6 +323,59 @@ func TestControllerRestartsLeaveNoGoroutines(t *testing.T) {
 	// handlers of one restart would be 8 (a listener is 2 goroutines).
 	framework.WaitFor(t, time.Minute, fmt.Sprintf("goroutines back to the baseline of %v", baseline), func(context.Context) (bool, error) {
 		return metricValue(t, agent, "go_goroutines") <= baseline+15, nil
+	})
+	agent.NoErrors(t)
+}
+
+// TestCreateThenDeleteLeavesNothing: 200 objects in 10 workspaces, each
+// deleted right after its creation (while the agent may be creating its
+// copy, which its cache has not seen yet). Every deletion completes and no
+// local copy or state Secret stays behind.
+func TestCreateThenDeleteLeavesNothing(t *testing.T) {
+	t.Parallel()
+	const workspaces, perWorkspace = 10, 20
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, workspaces)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, workspaces)
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorkspace {
+				obj := newObject(kcpThing, "default", fmt.Sprintf("short-%d", i), map[string]any{"color": "x"})
+				if err := w.Client.Create(ctx, obj); err != nil {
+					errs <- err
+					return
+				}
+				if err := w.Client.Delete(ctx, obj); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("create and delete: %v", err)
+	}
+	framework.WaitFor(t, 2*syncTimeout, "every Thing gone in kcp, no copy and no state left", func(ctx context.Context) (bool, error) {
+		for _, w := range ws {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
+			if err := w.Client.List(ctx, list); err != nil || len(list.Items) > 0 {
+				return false, err
+			}
+			if items, err := localCopies(ctx, f.Service.Client, w.ClusterName); err != nil || len(items) > 0 {
+				return false, err
+			}
+		}
+		secrets := &corev1.SecretList{}
+		err := f.Service.Client.List(ctx, secrets, ctrlruntimeclient.InNamespace(framework.AgentNamespace),
+			ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/object-state": "true"})
+		return err == nil && len(secrets.Items) == 0, err
 	})
 	agent.NoErrors(t)
 }

@@ -256,17 +256,18 @@ func applyMutator(m *mutation.Mutator, self, other *unstructured.Unstructured) (
 // name; copies labelled for another agent are ignored, copies without the
 // agent label (older versions) count.
 func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
 	copies := s.Copies
 	if copies == nil {
 		copies = s.Service
 	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
 	if err := copies.List(ctx, list, ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: remote.IndexKey()},
 		ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
 	var found []unstructured.Unstructured
+
 	for _, item := range list.Items {
 		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) {
 			found = append(found, item)
@@ -280,6 +281,29 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 	default:
 		return nil, fmt.Errorf("found %d local copies for one kcp object", len(found))
 	}
+}
+
+// findLocalLive looks for the copy at its computed name with a read from
+// the API server (the Service client reads unstructured objects live): a
+// copy created a moment ago is there, whether or not the copies cache has
+// seen it. One GET, not a list of every copy of the type.
+func (s *Syncer) findLocalLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, remote objmeta.Remote) (*unstructured.Unstructured, error) {
+	key, err := s.localName(ws, obj)
+	if err != nil {
+		return nil, fmt.Errorf("failed to compute the local name: %w", err)
+	}
+	local := &unstructured.Unstructured{}
+	local.SetGroupVersionKind(s.LocalGVK)
+	if err := s.Service.Get(ctx, key, local); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("failed to get the local copy: %w", err)
+	}
+	if !remote.Selector().Matches(labels.Set(local.GetLabels())) || objmeta.OwnedByOtherAgent(local, s.AgentName) {
+		return nil, nil
+	}
+	return local, nil
 }
 
 func (s *Syncer) localName(ws Workspace, obj *unstructured.Unstructured) (types.NamespacedName, error) {
@@ -511,6 +535,13 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	local, err := s.findLocal(ctx, p.Remote)
 	if err != nil {
 		return Result{}, err
+	}
+	if local == nil {
+		// The copies cache may not have seen a copy created a moment ago:
+		// before anything is released, the API server confirms there is none.
+		if local, err = s.findLocalLive(ctx, ws, obj, p.Remote); err != nil {
+			return Result{}, err
+		}
 	}
 	// Related objects first, while the local copy still exists to resolve them.
 	if res, err := s.deleteRelated(ctx, ws, p, obj, local); err != nil || res.Writes > 0 {

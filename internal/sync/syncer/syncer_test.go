@@ -592,3 +592,33 @@ func TestSyncer_removingLastLabelAndAnnotation(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncer_deleteConfirmsAbsenceLive: a kcp object deleted right after
+// its copy was created, while the copies cache has not seen the copy yet:
+// the copy is found with a live read and deleted before the finalizer
+// goes (otherwise it would be orphaned forever).
+func TestSyncer_deleteConfirmsAbsenceLive(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	// A cache that has not seen the copy.
+	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder()).Build()
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.syncer.Process(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.getRemote(t, "default", "foo") == nil {
+		t.Fatal("the finalizer was released while the local copy existed")
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+	if err := e.service.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 || res.Writes != 1 {
+		t.Errorf("the copy the cache did not see was not deleted: %d copies left, %+v", len(list.Items), res)
+	}
+}
