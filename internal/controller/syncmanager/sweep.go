@@ -20,8 +20,8 @@ import (
 // (contract §7 #6): objects that vanish without our finalizer being
 // processed, for example when their workspace is deleted, would otherwise
 // leave their state behind forever. A Secret is deleted only when every
-// object it holds state for is confirmed missing by a live read in an
-// engaged workspace; anything it cannot check is kept.
+// object it holds state for is confirmed missing by a live read (never a
+// cache) in an engaged workspace; anything it cannot check is kept.
 type sweeper struct {
 	fleet     *fleet
 	client    ctrlruntimeclient.Client
@@ -98,7 +98,10 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		err := cl.GetAPIReader().Get(ctx, types.NamespacedName{Namespace: stored.GetNamespace(), Name: stored.GetName()}, obj)
+		// A live read: the provider's GetAPIReader is its cache (empty
+		// right after a reconnect, when every object would look gone);
+		// its client reads unstructured objects from the server.
+		err := cl.GetClient().Get(ctx, types.NamespacedName{Namespace: stored.GetNamespace(), Name: stored.GetName()}, obj)
 		if !apierrors.IsNotFound(err) {
 			return false
 		}
