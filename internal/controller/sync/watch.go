@@ -72,7 +72,7 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 // Entries of one type share a watch.
 func localSources(opts Options, entries []*related.Entry) ([]*localSource, error) {
 	copies := newLocalSource(opts.LocalCache, typed(opts.LocalGVK), func(ctx context.Context, _, obj *unstructured.Unstructured) []mcreconcile.Request {
-		if objmeta.OwnedByOtherAgent(obj, opts.AgentName) {
+		if objmeta.OwnedByOtherAgent(obj, opts.AgentName) || objmeta.IsState(obj) {
 			return nil
 		}
 		return localToRemote(ctx, obj)

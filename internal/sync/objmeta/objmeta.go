@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -161,6 +162,14 @@ func copyableAnnotation(k string) bool {
 		return false
 	}
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)
+}
+
+// IsState reports whether obj is one of the agent's state Secrets: they
+// carry the remote-object labels of their kcp object too, and must never
+// be taken for a local copy (when Secrets are the published type).
+func IsState(obj metav1.Object) bool {
+	_, ok := obj.GetLabels()[keys.ObjectState]
+	return ok
 }
 
 // FilterLabels returns the labels that may be copied.

@@ -269,7 +269,7 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 	var found []unstructured.Unstructured
 
 	for _, item := range list.Items {
-		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) {
+		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) && !objmeta.IsState(&item) {
 			found = append(found, item)
 		}
 	}
@@ -300,7 +300,7 @@ func (s *Syncer) findLocalLive(ctx context.Context, ws Workspace, obj *unstructu
 		}
 		return nil, fmt.Errorf("failed to get the local copy: %w", err)
 	}
-	if !remote.Selector().Matches(labels.Set(local.GetLabels())) || objmeta.OwnedByOtherAgent(local, s.AgentName) {
+	if !remote.Selector().Matches(labels.Set(local.GetLabels())) || objmeta.OwnedByOtherAgent(local, s.AgentName) || objmeta.IsState(local) {
 		return nil, nil
 	}
 	return local, nil

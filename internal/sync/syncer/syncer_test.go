@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -620,5 +622,30 @@ func TestSyncer_deleteConfirmsAbsenceLive(t *testing.T) {
 	}
 	if len(list.Items) != 0 || res.Writes != 1 {
 		t.Errorf("the copy the cache did not see was not deleted: %d copies left, %+v", len(list.Items), res)
+	}
+}
+
+// TestSyncer_stateIsNeverACopy: with Secrets as the published type, the
+// state Secrets carry the same remote-object labels as the copies; the
+// copy lookup must not count them (it found two copies and failed forever).
+func TestSyncer_stateIsNeverACopy(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	local := e.localCopy(t)
+	lookalike := typed(localGVK)
+	lookalike.SetNamespace(local.GetNamespace())
+	lookalike.SetName("obj-state-lookalike")
+	lookalike.SetLabels(merge.WithEntries(maps.Clone(local.GetLabels()), map[string]string{keys.ObjectState: "true"}))
+	if err := e.service.Create(ctx, lookalike); err != nil {
+		t.Fatal(err)
+	}
+	remote := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "foo"}
+	found, err := e.syncer.findLocal(ctx, remote)
+	if err != nil || found == nil || found.GetName() != local.GetName() {
+		t.Fatalf("findLocal = %v, %v; want the copy %s", found, err, local.GetName())
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Errorf("the object does not converge next to a state-labelled object: %v", err)
 	}
 }
