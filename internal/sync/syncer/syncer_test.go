@@ -2,8 +2,8 @@ package syncer
 
 import (
 	"context"
-	"maps"
 	"errors"
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
