@@ -197,16 +197,15 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 
 	// Spec mutations see the local copy, or the copy that would be created.
 	var key types.NamespacedName
-	other := local
+	var mutated *unstructured.Unstructured
 	if local == nil {
-		if key, err = s.localName(ws, obj); err != nil {
-			return Result{}, fmt.Errorf("failed to compute the local name: %w", err)
-		}
-		other = typedRef(s.LocalGVK, key)
+		key, mutated, err = s.wouldBeCopy(ws, obj)
+	} else {
+		mutated, err = applyMutator(s.SpecMutator, obj, local)
+		err = wrapMutation(err)
 	}
-	mutated, err := applyMutator(s.SpecMutator, obj, other)
 	if err != nil {
-		return Result{}, fmt.Errorf("spec mutation: %w", err)
+		return Result{}, err
 	}
 	desired := objmeta.Desired(mutated, s.StatusSubresource)
 
@@ -224,6 +223,37 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	r, err := s.syncRelated(ctx, ws, p, obj, local)
 	res.add(r)
 	return res, err
+}
+
+// wouldBeCopy returns the name of the copy that obj would get and obj
+// after its spec mutations. Names are computed from the mutated object
+// (contract §2.5), and the mutations see the would-be copy under its name:
+// the name is computed from the unmutated object first, and once more from
+// the mutated one; if that differs, the mutations run again with it.
+func (s *Syncer) wouldBeCopy(ws Workspace, obj *unstructured.Unstructured) (types.NamespacedName, *unstructured.Unstructured, error) {
+	key, err := s.localName(ws, obj)
+	if err != nil {
+		return key, nil, fmt.Errorf("failed to compute the local name: %w", err)
+	}
+	mutated, err := applyMutator(s.SpecMutator, obj, typedRef(s.LocalGVK, key))
+	if err != nil || s.SpecMutator.Empty() {
+		return key, mutated, wrapMutation(err)
+	}
+	final, err := s.localName(ws, mutated)
+	if err != nil {
+		return key, nil, fmt.Errorf("failed to compute the local name: %w", err)
+	}
+	if final != key {
+		mutated, err = applyMutator(s.SpecMutator, obj, typedRef(s.LocalGVK, final))
+	}
+	return final, mutated, wrapMutation(err)
+}
+
+func wrapMutation(err error) error {
+	if err != nil {
+		return fmt.Errorf("spec mutation: %w", err)
+	}
+	return nil
 }
 
 // typedRef returns an object with only a type and a name.
@@ -288,9 +318,9 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 // copy created a moment ago is there, whether or not the copies cache has
 // seen it. One GET, not a list of every copy of the type.
 func (s *Syncer) findLocalLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, remote objmeta.Remote) (*unstructured.Unstructured, error) {
-	key, err := s.localName(ws, obj)
+	key, _, err := s.wouldBeCopy(ws, obj)
 	if err != nil {
-		return nil, fmt.Errorf("failed to compute the local name: %w", err)
+		return nil, err
 	}
 	local := &unstructured.Unstructured{}
 	local.SetGroupVersionKind(s.LocalGVK)

@@ -19,10 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
 var (
@@ -647,5 +649,34 @@ func TestSyncer_stateIsNeverACopy(t *testing.T) {
 	}
 	if _, err := e.converge(t, "default", "foo"); err != nil {
 		t.Errorf("the object does not converge next to a state-labelled object: %v", err)
+	}
+}
+
+// TestSyncer_namingSeesTheMutatedObject: the local name is computed from
+// the kcp object after its spec mutations (contract §2.5), so a name
+// template that reads a mutated field uses the mutated value.
+func TestSyncer_namingSeesTheMutatedObject(t *testing.T) {
+	e := newEnv(t)
+	namer, err := naming.NewNamer(&syncagentv1alpha1.ResourceNaming{Name: "copy-{{ .Object.spec.color }}", Namespace: "fixed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mutator, err := mutation.Compile([]syncagentv1alpha1.ResourceMutation{
+		{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "spec.color", Replacement: "mutated"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.Namer, e.syncer.SpecMutator = namer, mutator
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	local := e.localCopy(t)
+	if local.GetNamespace() != "fixed" || local.GetName() != "copy-mutated" {
+		t.Errorf("local copy %s/%s, want fixed/copy-mutated", local.GetNamespace(), local.GetName())
+	}
+	if color, _, _ := unstructured.NestedString(local.Object, "spec", "color"); color != "mutated" {
+		t.Errorf("spec.color = %q, want the mutated value", color)
 	}
 }
