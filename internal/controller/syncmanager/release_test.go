@@ -2,6 +2,7 @@ package syncmanager
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	fakedynamic "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -209,4 +211,78 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 
 func findSyncReady(pr *syncagentv1alpha1.PublishedResource) *metav1.Condition {
 	return apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady)
+}
+
+// TestReleaseLosesNoConcurrentFinalizer: another controller adds its
+// finalizer between the release's list and its patch; the patch carries
+// the listed resourceVersion, so it fails instead of dropping that
+// finalizer, and the next pass releases with both seen.
+func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "kcp.example.com", Version: "v1", Resource: "things"}
+	gvk := gvr.GroupVersion().WithKind("Thing")
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace("default")
+	obj.SetName("a")
+	obj.SetResourceVersion("1")
+	obj.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
+	obj.SetFinalizers([]string{keys.CleanupFinalizer})
+	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, obj)
+	raced := false
+	c.PrependReactor("patch", "things", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		if raced {
+			return false, nil, nil
+		}
+		raced = true
+		// The other controller's write, just before ours.
+		current, err := c.Tracker().Get(gvr, "default", "a")
+		if err != nil {
+			return true, nil, err
+		}
+		u := current.(*unstructured.Unstructured)
+		u.SetFinalizers(append(u.GetFinalizers(), "other.io/keep"))
+		u.SetResourceVersion("2")
+		if err := c.Tracker().Update(gvr, u, "default"); err != nil {
+			return true, nil, err
+		}
+		var body map[string]any
+		if err := json.Unmarshal(action.(clienttesting.PatchAction).GetPatch(), &body); err != nil {
+			return true, nil, err
+		}
+		if rv, _, _ := unstructured.NestedString(body, "metadata", "resourceVersion"); rv != "2" {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), "a", errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	store := &state.Store{Client: fake.NewClientBuilder().
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
+		Namespace: "kcp-system", AgentName: "agent"}
+	store.Live = store.Client
+	p := state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "a"}, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+	if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := &release{
+		urls:    []string{"https://shard"},
+		clients: func(string, string) (dynamic.Interface, error) { return c, nil },
+		served:  func(string, schema.GroupResource) (schema.GroupVersionKind, bool, error) { return gvk, true, nil },
+		resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+			return gvr, true, nil
+		},
+		state: store,
+	}
+	if _, err := rel.run(context.Background(), gvr.GroupResource()); err == nil {
+		t.Fatal("the first pass must fail on the concurrent write")
+	}
+	if _, err := rel.run(context.Background(), gvr.GroupResource()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Resource(gvr).Namespace("default").Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.GetFinalizers(), []string{"other.io/keep"}) {
+		t.Errorf("finalizers %v, want only the other controller's", got.GetFinalizers())
+	}
 }
