@@ -463,7 +463,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 
 	recorder := cl.GetEventRecorderFor(ControllerName)
-	ws := syncer.Workspace{Client: kcpClient, Cluster: req.ClusterName}
+	// The provider's client reads unstructured objects from the server.
+	ws := syncer.Workspace{Client: kcpClient, Live: cl.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
 		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {

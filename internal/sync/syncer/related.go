@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -184,7 +185,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		foreign = last == nil
 	}
 	if foreign {
-		shared, err := s.sharedCopy(ctx, e, rec)
+		shared, err := s.sharedCopy(ctx, ws, e, rec)
 		if err != nil {
 			return res, err
 		}
@@ -269,9 +270,12 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 
 // sharedCopy reports whether another primary's record names the existing
 // destination of rec as the copy of rec's origin.
-func (s *Syncer) sharedCopy(ctx context.Context, e *related.Entry, rec state.Related) (bool, error) {
+func (s *Syncer) sharedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (bool, error) {
 	others, err := s.State.OthersUsing(ctx, rec.Primary, string(e.Destination()), rec.Destination)
 	if err != nil {
+		return false, err
+	}
+	if others, err = s.alive(ctx, ws, rec.Primary, others); err != nil {
 		return false, err
 	}
 	origin := state.RelatedObjectKey(rec.Cluster, rec.OriginSide, rec.Origin)
@@ -394,26 +398,42 @@ func (s *Syncer) heldByOthers(ctx context.Context, ws Workspace, p state.Primary
 	if err != nil {
 		return false, err
 	}
-	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
-	for _, o := range holders {
-		if o.Primary.GroupKind() != gk {
-			return true, nil
-		}
-		primary := o.Primary.Unstructured()
-		primary.SetAPIVersion(p.APIVersion)
-		err := ws.Client.Get(ctx, types.NamespacedName{Namespace: o.Primary.Namespace, Name: o.Primary.Name}, primary)
-		switch {
-		case err == nil:
-			return true, nil
-		case !apierrors.IsNotFound(err):
-			return false, fmt.Errorf("failed to get primary %s: %w", o.Primary.Name, err)
-		}
-	}
-	return false, nil
+	alive, err := s.alive(ctx, ws, p, holders)
+	return len(alive) > 0, err
 }
 
-// sharing reports whether other primaries still hold a record's source
-// (see heldByOthers) and use its destination.
+// alive returns the records whose primary still exists, by a live read in
+// the workspace: a record of a primary that vanished without its deletion
+// being processed (an orphan) keeps nothing alive and lets nobody adopt.
+// A primary whose type the workspace does not serve cannot be checked and
+// counts as alive.
+func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, records []state.StoredRelated) ([]state.StoredRelated, error) {
+	reader := ws.Live
+	if reader == nil {
+		reader = ws.Client
+	}
+	own := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+	var out []state.StoredRelated
+	for _, o := range records {
+		primary := o.Primary.Unstructured()
+		if o.Primary.GroupKind() == own {
+			// Read in the version this controller syncs.
+			primary.SetAPIVersion(p.APIVersion)
+		}
+		err := reader.Get(ctx, types.NamespacedName{Namespace: o.Primary.Namespace, Name: o.Primary.Name}, primary)
+		switch {
+		case err == nil, apimeta.IsNoMatchError(err):
+			out = append(out, o)
+		case apierrors.IsNotFound(err):
+		default:
+			return nil, fmt.Errorf("failed to get primary %s: %w", o.Primary.Name, err)
+		}
+	}
+	return out, nil
+}
+
+// sharing reports whether other primaries that still exist hold a record's
+// source (see heldByOthers) and use its destination.
 func (s *Syncer) sharing(ctx context.Context, ws Workspace, p state.Primary, st state.StoredRelated) (source, dest bool, err error) {
 	if st.OriginSide == string(related.SideKcp) && st.Origin.Name != "" {
 		if source, err = s.heldByOthers(ctx, ws, p, st.Origin); err != nil {
@@ -421,9 +441,17 @@ func (s *Syncer) sharing(ctx context.Context, ws Workspace, p state.Primary, st 
 		}
 	}
 	if st.Destination.Name != "" {
-		dest, err = s.State.UsedByOthers(ctx, p, string(related.Side(st.OriginSide).Opposite()), st.Destination)
+		others, err := s.State.OthersUsing(ctx, p, string(related.Side(st.OriginSide).Opposite()), st.Destination)
+		if err != nil {
+			return false, false, err
+		}
+		alive, err := s.alive(ctx, ws, p, others)
+		if err != nil {
+			return false, false, err
+		}
+		dest = len(alive) > 0
 	}
-	return source, dest, err
+	return source, dest, nil
 }
 
 // forgetRelated deletes a record's state Secret, releases its kcp-origin

@@ -1013,3 +1013,47 @@ func TestSyncer_related_otherPrimaryKindKeepsItsRelatedState(t *testing.T) {
 		t.Errorf("finalizers of the Gadget's source (-want +got):\n%s", diff)
 	}
 }
+
+// TestSyncer_related_orphanedRecordKeepsNoCopy: two primaries share the
+// copies of their related objects; one vanishes without its deletion being
+// processed (its record stays, orphaned). When the other is deleted, the
+// copies go with it: an orphaned record keeps nothing alive.
+func TestSyncer_related_orphanedRecordKeepsNoCopy(t *testing.T) {
+	ctx := t.Context()
+	cleanupCreds := credsEntry()
+	cleanupCreds.Cleanup = true
+	cleanupConfig := configEntry()
+	cleanupConfig.Cleanup = true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{cleanupConfig, cleanupCreds},
+		kcpObjects:  []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	spec := map[string]any{"configName": "app-config", "credNames": []any{"a-creds"}}
+	for _, name := range []string{"foo", "bar"} {
+		e.createRemote(t, "default", name, spec)
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatalf("sync %s: %v", name, err)
+		}
+	}
+	bar := e.getRemote(t, "default", "bar")
+	bar.SetFinalizers(nil)
+	if err := e.kcp.Update(ctx, bar); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, bar); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("delete foo: %v", err)
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the service copy was kept for a primary that is gone")
+	}
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") != nil {
+		t.Error("the kcp copy was kept for a primary that is gone")
+	}
+}

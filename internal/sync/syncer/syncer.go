@@ -120,8 +120,11 @@ func (w *WarnedSet) forget(obj *unstructured.Unstructured) {
 
 // Workspace is the consumer workspace of a kcp object.
 type Workspace struct {
-	// Client reads and writes objects in the workspace.
+	// Client reads (from the workspace's cache) and writes objects in the
+	// workspace; Live reads from its server (nil: Client), for decisions
+	// that delete or release.
 	Client ctrlruntimeclient.Client
+	Live   ctrlruntimeclient.Reader
 	// Cluster is the logical cluster name; Path the workspace path ("" unless enabled).
 	Cluster, Path string
 }
