@@ -52,8 +52,12 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		c.pattern("spec.naming.name", n.Name)
 		c.pattern("spec.naming.namespace", n.Namespace)
 	}
-	if spec.Filter != nil && spec.Filter.Namespace != nil && in.KcpScope == apiextensionsv1.ClusterScoped {
-		c.ambiguous("spec.filter.namespace is ignored: the type is cluster-scoped in kcp")
+	if f := spec.Filter; f != nil {
+		c.selector("spec.filter.resource", f.Resource)
+		c.selector("spec.filter.namespace", f.Namespace)
+		if f.Namespace != nil && in.KcpScope == apiextensionsv1.ClusterScoped {
+			c.ambiguous("spec.filter.namespace is ignored: the type is cluster-scoped in kcp")
+		}
 	}
 	c.mutations("spec.mutation", spec.Mutation)
 
@@ -67,6 +71,9 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 			c.locator(path+".object.namespace", rel.Object.Namespace)
 		}
 		c.mutations(path+".mutation", rel.Mutation)
+		if rel.Watch != nil {
+			c.selector(path+".watch.bySelector", rel.Watch.BySelector)
+		}
 	}
 
 	if len(in.SharedSourceWith) > 0 {
@@ -185,6 +192,16 @@ func (c *checker) mutations(path string, spec *syncagentv1alpha1.ResourceMutatio
 	}
 }
 
+// selector checks a label selector (nil is fine).
+func (c *checker) selector(path string, sel *metav1.LabelSelector) {
+	if sel == nil {
+		return
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		c.invalid("%s: invalid label selector: %v", path, err)
+	}
+}
+
 func (c *checker) locator(path string, spec *syncagentv1alpha1.RelatedResourceObjectSpec) {
 	c.used(path, member{"reference", spec.Reference != nil}, member{"selector", spec.Selector != nil}, member{"template", spec.Template != nil})
 	if r := spec.Reference; r != nil && r.Regex != nil {
@@ -194,6 +211,9 @@ func (c *checker) locator(path string, spec *syncagentv1alpha1.RelatedResourceOb
 		c.template(path+".template.template", t.Template)
 	}
 	if s := spec.Selector; s != nil {
+		// matchLabels are templates, rendered per object; the expressions
+		// are used as written.
+		c.selector(path+".selector.matchExpressions", &metav1.LabelSelector{MatchExpressions: s.MatchExpressions})
 		for _, k := range slices.Sorted(maps.Keys(s.MatchLabels)) {
 			c.pattern(path+".selector.matchLabels key", k)
 			c.pattern(path+".selector.matchLabels["+k+"]", s.MatchLabels[k])

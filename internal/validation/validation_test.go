@@ -28,6 +28,28 @@ func TestCheck(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
+			name: "bad selectors: filters, related watch and related object selector",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Filter: &syncagentv1alpha1.ResourceFilter{
+					Resource:  &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Equals", Values: []string{"x"}}}},
+					Namespace: &metav1.LabelSelector{MatchLabels: map[string]string{"bad key!": "x"}},
+				},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{{
+					Identifier: "creds", Origin: "kcp", Kind: "Secret",
+					Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+						Selector: &syncagentv1alpha1.RelatedResourceObjectSelector{LabelSelector: metav1.LabelSelector{
+							MatchLabels:      map[string]string{"app": "{{ .Object.metadata.name }}"},
+							MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn}},
+						}},
+					}},
+					Watch: &syncagentv1alpha1.RelatedResourceWatch{BySelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "x", Operator: metav1.LabelSelectorOpExists, Values: []string{"y"}}}}},
+				}},
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{"spec.filter.resource: invalid label selector", "spec.filter.namespace: invalid label selector",
+				"spec.related[0].object.selector.matchExpressions: invalid label selector", "spec.related[0].watch.bySelector: invalid label selector"},
+		},
+		{
 			name:       "broken naming template",
 			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name | nosuchfunc }}"}},
 			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
