@@ -87,11 +87,7 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 			}
 			slices.Sort(urls)
 			var events []string
-			store := &state.Store{Client: fake.NewClientBuilder().
-				WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-				WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
-				Namespace: "kcp-system", AgentName: "agent"}
-			store.Live = store.Client
+			store := newStateStore()
 			for _, o := range [][2]string{{"ws1", "a"}, {"ws1", "b"}, {"ws3", "d"}} {
 				p := state.Primary{Remote: objmeta.Remote{Cluster: o[0], Namespace: "default", Name: o[1]}, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
 				if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
@@ -254,11 +250,7 @@ func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	store := &state.Store{Client: fake.NewClientBuilder().
-		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
-		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build(),
-		Namespace: "kcp-system", AgentName: "agent"}
-	store.Live = store.Client
+	store := newStateStore()
 	p := state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "a"}, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
 	if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
 		t.Fatal(err)
@@ -285,4 +277,13 @@ func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
 	if !slices.Equal(got.GetFinalizers(), []string{"other.io/keep"}) {
 		t.Errorf("finalizers %v, want only the other controller's", got.GetFinalizers())
 	}
+}
+
+// newStateStore is the agent's state store on a fake service cluster with
+// the agent's Secret indexes.
+func newStateStore() *state.Store {
+	c := fake.NewClientBuilder().
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build()
+	return &state.Store{Client: c, Live: c, Namespace: "kcp-system", AgentName: "agent"}
 }
