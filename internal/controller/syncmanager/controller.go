@@ -228,15 +228,10 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	// The state Secrets carry the remote-object labels too; they are never
-	// copies (Secrets as the published type).
-	notState, err := labels.NewRequirement(keys.ObjectState, labelselection.DoesNotExist, nil)
-	if err != nil {
-		return err
-	}
+
 	// managedFields are never read and are a third of a cached object.
 	copiesCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.NewSelector().Add(*synced, *notState), DefaultTransform: cache.TransformStripManagedFields()})
+		DefaultLabelSelector: labels.NewSelector().Add(*synced), DefaultTransform: cache.TransformStripManagedFields()})
 	if err != nil {
 		return fmt.Errorf("failed to create the local copies cache: %w", err)
 	}

@@ -98,11 +98,16 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		// A live read: the provider's GetAPIReader is its cache (empty
-		// right after a reconnect, when every object would look gone);
-		// its client reads unstructured objects from the server.
-		err := cl.GetClient().Get(ctx, types.NamespacedName{Namespace: stored.GetNamespace(), Name: stored.GetName()}, obj)
-		if !apierrors.IsNotFound(err) {
+		key := types.NamespacedName{Namespace: stored.GetNamespace(), Name: stored.GetName()}
+		if cl.GetCache().Get(ctx, key, obj) == nil {
+			// In the cache: alive, no request needed.
+			return false
+		}
+		// "Gone" needs a live read: the provider's GetAPIReader is its
+		// cache (empty right after a reconnect, when every object would
+		// look gone); its client reads unstructured objects from the
+		// server.
+		if err := cl.GetClient().Get(ctx, key, obj); !apierrors.IsNotFound(err) {
 			return false
 		}
 	}

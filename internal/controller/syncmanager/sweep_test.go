@@ -8,9 +8,11 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -29,6 +31,14 @@ type sweepCluster struct {
 
 func (c sweepCluster) GetClient() ctrlruntimeclient.Client    { return c.server }
 func (c sweepCluster) GetAPIReader() ctrlruntimeclient.Reader { return c.cache }
+func (c sweepCluster) GetCache() cache.Cache                  { return emptyCache{} }
+
+// emptyCache has nothing (a cache right after a reconnect).
+type emptyCache struct{ cache.Cache }
+
+func (emptyCache) Get(_ context.Context, key ctrlruntimeclient.ObjectKey, _ ctrlruntimeclient.Object, _ ...ctrlruntimeclient.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{}, key.Name)
+}
 
 // TestSweepReadsLive: the orphan sweep deletes a state Secret only when the
 // server says the object is gone, not when an empty cache does.

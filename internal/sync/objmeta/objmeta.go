@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -164,12 +163,13 @@ func copyableAnnotation(k string) bool {
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)
 }
 
-// IsState reports whether obj is one of the agent's state Secrets: they
+// IsState reports whether obj is one of the agents' state Secrets: they
 // carry the remote-object labels of their kcp object too, and must never
-// be taken for a local copy (when Secrets are the published type).
-func IsState(obj metav1.Object) bool {
+// be taken for a local copy (when Secrets are the published type). Copies
+// of other types never are, whatever their labels.
+func IsState(obj *unstructured.Unstructured) bool {
 	_, ok := obj.GetLabels()[keys.ObjectState]
-	return ok
+	return ok && obj.GetAPIVersion() == "v1" && obj.GetKind() == "Secret"
 }
 
 // FilterLabels returns the labels that may be copied.

@@ -415,6 +415,12 @@ func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, recor
 	own := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
 	var out []state.StoredRelated
 	for _, o := range records {
+		if o.Cluster != p.Cluster {
+			// Another workspace's record (service-side objects are shared
+			// across workspaces): it cannot be checked here, so it counts.
+			out = append(out, o)
+			continue
+		}
 		primary := o.Primary.Unstructured()
 		if o.Primary.GroupKind() == own {
 			// Read in the version this controller syncs.
@@ -422,14 +428,27 @@ func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, recor
 		}
 		err := reader.Get(ctx, types.NamespacedName{Namespace: o.Primary.Namespace, Name: o.Primary.Name}, primary)
 		switch {
-		case err == nil, apimeta.IsNoMatchError(err):
+		case objectNotFound(err, o.Primary.Name):
+		case err == nil, apimeta.IsNoMatchError(err), apierrors.IsNotFound(err):
+			// A 404 that is not about the object (the type is not served)
+			// cannot tell: the record counts.
 			out = append(out, o)
-		case apierrors.IsNotFound(err):
 		default:
 			return nil, fmt.Errorf("failed to get primary %s: %w", o.Primary.Name, err)
 		}
 	}
 	return out, nil
+}
+
+// objectNotFound reports whether err says that the object name does not
+// exist (not that its type is not served).
+func objectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
 }
 
 // sharing reports whether other primaries that still exist hold a record's

@@ -1057,3 +1057,35 @@ func TestSyncer_related_orphanedRecordKeepsNoCopy(t *testing.T) {
 		t.Error("the kcp copy was kept for a primary that is gone")
 	}
 }
+
+// TestSyncer_related_aliveChecksOnlyItsWorkspace: records of another
+// workspace (service-side objects shared across workspaces) are not
+// looked up in this one, so they count; a record of this workspace counts
+// only if its primary exists, and a 404 about the type, not the object,
+// cannot tell.
+func TestSyncer_related_aliveChecksOnlyItsWorkspace(t *testing.T) {
+	e := newEnv(t)
+	e.createRemote(t, "default", "alive", map[string]any{})
+	p := fooPrimary()
+	record := func(cluster, name string) state.StoredRelated {
+		r := state.StoredRelated{Cluster: cluster}
+		r.Primary = state.ObjectRef{APIVersion: p.APIVersion, Kind: p.Kind, Namespace: "default", Name: name}
+		return r
+	}
+	records := []state.StoredRelated{record("other-ws", "gone"), record(cluster, "alive"), record(cluster, "gone")}
+	got, err := e.syncer.alive(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, p, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Cluster+"/"+r.Primary.Name)
+	}
+	if want := []string{"other-ws/gone", cluster + "/alive"}; !slices.Equal(names, want) {
+		t.Errorf("alive = %v, want %v", names, want)
+	}
+	typeGone := apierrors.NewNotFound(schema.GroupResource{Group: "kcp.example.com", Resource: "things"}, "")
+	if objectNotFound(typeGone, "gone") || !objectNotFound(apierrors.NewNotFound(schema.GroupResource{}, "gone"), "gone") {
+		t.Error("objectNotFound must tell a missing object from a missing type")
+	}
+}

@@ -299,9 +299,14 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 		ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
-	var found []unstructured.Unstructured
+	return s.onlyCopy(list.Items)
+}
 
-	for _, item := range list.Items {
+// onlyCopy returns the copy among candidates found by the remote-object
+// labels: objects of another agent and state Secrets do not count.
+func (s *Syncer) onlyCopy(candidates []unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	var found []unstructured.Unstructured
+	for _, item := range candidates {
 		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) && !objmeta.IsState(&item) {
 			found = append(found, item)
 		}
@@ -316,27 +321,18 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 	}
 }
 
-// findLocalLive looks for the copy at its computed name with a read from
-// the API server (the Service client reads unstructured objects live): a
-// copy created a moment ago is there, whether or not the copies cache has
-// seen it. One GET, not a list of every copy of the type.
-func (s *Syncer) findLocalLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, remote objmeta.Remote) (*unstructured.Unstructured, error) {
-	key, _, err := s.wouldBeCopy(ws, obj)
-	if err != nil {
-		return nil, err
+// findLocalLive is findLocal through the API server, by the labels alone
+// (the server has no field index; the Service client reads unstructured
+// objects live): a copy created a moment ago is found whether or not the
+// copies cache has seen it, whatever its name, and without naming or
+// mutations having to work. It runs once per deletion at most.
+func (s *Syncer) findLocalLive(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
+	if err := s.Service.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
+		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
-	local := &unstructured.Unstructured{}
-	local.SetGroupVersionKind(s.LocalGVK)
-	if err := s.Service.Get(ctx, key, local); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("failed to get the local copy: %w", err)
-	}
-	if !remote.Selector().Matches(labels.Set(local.GetLabels())) || objmeta.OwnedByOtherAgent(local, s.AgentName) || objmeta.IsState(local) {
-		return nil, nil
-	}
-	return local, nil
+	return s.onlyCopy(list.Items)
 }
 
 func (s *Syncer) localName(ws Workspace, obj *unstructured.Unstructured) (types.NamespacedName, error) {
@@ -572,7 +568,7 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	if local == nil {
 		// The copies cache may not have seen a copy created a moment ago:
 		// before anything is released, the API server confirms there is none.
-		if local, err = s.findLocalLive(ctx, ws, obj, p.Remote); err != nil {
+		if local, err = s.findLocalLive(ctx, p.Remote); err != nil {
 			return Result{}, err
 		}
 	}

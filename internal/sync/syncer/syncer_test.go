@@ -3,7 +3,6 @@ package syncer
 import (
 	"context"
 	"errors"
-	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -629,26 +628,35 @@ func TestSyncer_deleteConfirmsAbsenceLive(t *testing.T) {
 
 // TestSyncer_stateIsNeverACopy: with Secrets as the published type, the
 // state Secrets carry the same remote-object labels as the copies; the
-// copy lookup must not count them (it found two copies and failed forever).
+// copy lookup must not count them (it found two copies and failed
+// forever). A copy of another type that happens to carry the state label
+// is still a copy.
 func TestSyncer_stateIsNeverACopy(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	e.syncedFoo(t)
-	local := e.localCopy(t)
-	lookalike := typed(localGVK)
-	lookalike.SetNamespace(local.GetNamespace())
-	lookalike.SetName("obj-state-lookalike")
-	lookalike.SetLabels(merge.WithEntries(maps.Clone(local.GetLabels()), map[string]string{keys.ObjectState: "true"}))
-	if err := e.service.Create(ctx, lookalike); err != nil {
-		t.Fatal(err)
-	}
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	remote := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "foo"}
-	found, err := e.syncer.findLocal(ctx, remote)
-	if err != nil || found == nil || found.GetName() != local.GetName() {
-		t.Fatalf("findLocal = %v, %v; want the copy %s", found, err, local.GetName())
+	object := func(gvk schema.GroupVersionKind, name string, extra map[string]string) unstructured.Unstructured {
+		u := typed(gvk)
+		u.SetName(name)
+		u.SetLabels(merge.WithEntries(remote.Labels("agent"), extra))
+		return *u
 	}
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Errorf("the object does not converge next to a state-labelled object: %v", err)
+	state := map[string]string{keys.ObjectState: "true"}
+	e := newEnv(t)
+	testcases := []struct {
+		name       string
+		candidates []unstructured.Unstructured
+		want       string
+	}{
+		{name: "a Secret copy next to its state Secret", candidates: []unstructured.Unstructured{object(secretGVK, "copy", nil), object(secretGVK, "obj-state-x", state)}, want: "copy"},
+		{name: "a copy of another type with the state label", candidates: []unstructured.Unstructured{object(localGVK, "copy", state)}, want: "copy"},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.syncer.onlyCopy(tc.candidates)
+			if err != nil || got == nil || got.GetName() != tc.want {
+				t.Fatalf("onlyCopy = %v, %v; want %s", got, err, tc.want)
+			}
+		})
 	}
 }
 
@@ -678,5 +686,32 @@ func TestSyncer_namingSeesTheMutatedObject(t *testing.T) {
 	}
 	if color, _, _ := unstructured.NestedString(local.Object, "spec", "color"); color != "mutated" {
 		t.Errorf("spec.color = %q, want the mutated value", color)
+	}
+}
+
+// TestSyncer_deletionNeedsNoNaming: an object whose name template fails
+// (no copy was ever created) is still deleted: the deletion finds copies
+// by their labels, not by a computed name.
+func TestSyncer_deletionNeedsNoNaming(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	namer, err := naming.NewNamer(&syncagentv1alpha1.ResourceNaming{Name: `{{ fail "no name" }}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.Namer = namer
+	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder()).Build() // a cache that lags
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err == nil {
+		t.Fatal("want the naming error")
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("the deletion depends on naming: %v", err)
+	}
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the object is stuck in deletion")
 	}
 }
