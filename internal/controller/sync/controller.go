@@ -322,6 +322,8 @@ func New(opts Options) (*Controller, error) {
 		namespaceFilter: namespaceFilter,
 		log:             log,
 		prRecorder:      opts.Events,
+		waits:           map[mcreconcile.Request]int{},
+		conflicts:       map[mcreconcile.Request]int{},
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -395,25 +397,30 @@ type reconciler struct {
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
 
-	// waits counts the consecutive waits of each waiting object.
-	waitsMu sync.Mutex
-	waits   map[mcreconcile.Request]int
+	// waits and conflicts count the consecutive waiting passes and lost
+	// optimistic-lock races of each object.
+	streakMu  sync.Mutex
+	waits     map[mcreconcile.Request]int
+	conflicts map[mcreconcile.Request]int
 }
 
-// waited records the outcome of a pass for req and returns how many
-// consecutive passes waited (0: it does not wait).
+// waited records whether a pass for req waited and returns how many
+// consecutive passes did (0: it does not wait).
 func (r *reconciler) waited(req mcreconcile.Request, waiting bool) int {
-	r.waitsMu.Lock()
-	defer r.waitsMu.Unlock()
-	if !waiting {
-		delete(r.waits, req)
+	return r.streak(r.waits, req, waiting)
+}
+
+// streak counts consecutive passes of req in m with on set, forgetting req
+// when on is not; it returns the count.
+func (r *reconciler) streak(m map[mcreconcile.Request]int, req mcreconcile.Request, on bool) int {
+	r.streakMu.Lock()
+	defer r.streakMu.Unlock()
+	if !on {
+		delete(m, req)
 		return 0
 	}
-	if r.waits == nil {
-		r.waits = map[mcreconcile.Request]int{}
-	}
-	r.waits[req]++
-	return r.waits[req]
+	m[req]++
+	return m[req]
 }
 
 // waitBackoff is the wait before the n-th consecutive check (n >= 1).
@@ -426,6 +433,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if !ok {
 		// The workspace is gone (unbound); nothing to do.
 		r.waited(req, false)
+		r.streak(r.conflicts, req, false)
 		return reconcile.Result{}, nil
 	}
 	if !r.workspaces.registered(req.ClusterName) {
@@ -443,6 +451,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.waited(req, false)
+			r.streak(r.conflicts, req, false)
 		}
 		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
 	}
@@ -479,12 +488,16 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		recorder.Event(o, eventType, reason, message)
 	}
 	res, err := s.Process(ctx, ws, obj)
+	if apierrors.IsConflict(err) {
+		// A write lost an optimistic-lock race (the cache had not seen a
+		// change yet; two primaries adding the finalizer to one related
+		// object): the usual case under churn, not an error for the log.
+		// Tried again with backoff, without an Event for the consumer.
+		return reconcile.Result{RequeueAfter: waitBackoff(r.streak(r.conflicts, req, true))}, nil
+	}
+	r.streak(r.conflicts, req, false)
 	if err != nil {
 		switch {
-		case apierrors.IsConflict(err):
-			// A write lost an optimistic-lock race (two primaries adding the
-			// finalizer to one related object, say): retried with the usual
-			// backoff, without an Event for the consumer.
 		case errors.Is(err, syncer.ErrConflict):
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))

@@ -61,7 +61,7 @@ func TestFailureMessage(t *testing.T) {
 }
 
 func TestWaitBackoff(t *testing.T) {
-	r := &reconciler{}
+	r := &reconciler{waits: map[mcreconcile.Request]int{}}
 	req := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "x"}}}
 	var got []time.Duration
 	for range 10 {

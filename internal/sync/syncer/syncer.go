@@ -172,6 +172,10 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 		patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(obj, keys.CleanupFinalizer)
 		if err := ws.Client.Patch(ctx, obj, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				// Deleted since the cache showed it: nothing to sync.
+				return Result{}, nil
+			}
 			return Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
 		}
 		s.Event(obj, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")

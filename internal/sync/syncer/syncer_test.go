@@ -715,3 +715,19 @@ func TestSyncer_deletionNeedsNoNaming(t *testing.T) {
 		t.Error("the object is stuck in deletion")
 	}
 }
+
+// TestSyncer_vanishedObjectIsNotAnError: an object deleted between the
+// cache read and the finalizer patch (created and deleted at once) is not
+// an error: there is nothing to sync.
+func TestSyncer_vanishedObjectIsNotAnError(t *testing.T) {
+	e := newEnv(t)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	obj := e.getRemote(t, "default", "foo")
+	if err := e.kcp.Delete(context.Background(), obj.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.syncer.Process(context.Background(), Workspace{Client: e.kcp, Cluster: cluster}, obj)
+	if err != nil || res.Writes != 0 {
+		t.Errorf("got %+v, %v; want nothing done and no error", res, err)
+	}
+}
