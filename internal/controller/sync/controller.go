@@ -423,6 +423,16 @@ func (r *reconciler) streak(m map[mcreconcile.Request]int, req mcreconcile.Reque
 	return m[req]
 }
 
+// conflictRetryMin: a pass that lost an optimistic-lock race is tried
+// again after this, doubling per consecutive loss, up to waitRetryMax (the
+// cache catches up within milliseconds; two writers fighting back off).
+const conflictRetryMin = 200 * time.Millisecond
+
+// conflictBackoff is the wait after the n-th consecutive lost race (n >= 1).
+func conflictBackoff(n int) time.Duration {
+	return min(conflictRetryMin<<min(n-1, 20), waitRetryMax)
+}
+
 // waitBackoff is the wait before the n-th consecutive check (n >= 1).
 func waitBackoff(n int) time.Duration {
 	return min(waitRetryMin<<min(n-1, 20), waitRetryMax)
@@ -493,7 +503,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		// change yet; two primaries adding the finalizer to one related
 		// object): the usual case under churn, not an error for the log.
 		// Tried again with backoff, without an Event for the consumer.
-		return reconcile.Result{RequeueAfter: waitBackoff(r.streak(r.conflicts, req, true))}, nil
+		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
 	}
 	r.streak(r.conflicts, req, false)
 	if err != nil {
