@@ -237,6 +237,11 @@ func compileSelector(spec *syncagentv1alpha1.RelatedResourceObjectSelector) (*se
 	for _, req := range spec.MatchExpressions {
 		sel.expressions = append(sel.expressions, *req.DeepCopy())
 	}
+	// The expressions are used as written: a bad one is a configuration
+	// error now, not an error of every object in every workspace later.
+	if _, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchExpressions: sel.expressions}); err != nil {
+		return nil, fmt.Errorf("selector.matchExpressions: %w", err)
+	}
 	switch rw := spec.Rewrite; {
 	case rw.Regex != nil:
 		compiled, err := compileRegex(rw.Regex)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -166,6 +167,15 @@ func TestCompile_errors(t *testing.T) {
 					Rewrite:       syncagentv1alpha1.RelatedResourceSelectorRewrite{Regex: regex("")},
 				}}},
 			wantErr: "selector.matchLabels key",
+		},
+		{
+			name: "invalid selector expression",
+			object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Selector: &syncagentv1alpha1.RelatedResourceObjectSelector{
+					LabelSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn}}},
+					Rewrite:       syncagentv1alpha1.RelatedResourceSelectorRewrite{Regex: regex("")},
+				}}},
+			wantErr: "selector.matchExpressions",
 		},
 		{
 			name: "invalid selector rewrite template",
