@@ -105,7 +105,9 @@ type fakeInformer struct {
 	objects  []*unstructured.Unstructured
 }
 
-type fakeRegistration struct{}
+// fakeRegistration is not zero-sized: pointers to distinct zero-sized
+// values may be equal, and the handlers are keyed by it.
+type fakeRegistration struct{ _ byte }
 
 func (*fakeRegistration) HasSynced() bool { return true }
 
