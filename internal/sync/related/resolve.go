@@ -301,6 +301,11 @@ func (r *resolution) renderSelector(sel *selector) (labels.Selector, error) {
 		}
 		matchLabels[k] = v
 	}
+	if len(sel.labelKeys) > 0 && len(matchLabels) == 0 && len(sel.expressions) == 0 {
+		// Every templated key rendered empty (from the consumer's data):
+		// an empty selector would select everything; it selects nothing.
+		return labels.Nothing(), nil
+	}
 	out, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: matchLabels, MatchExpressions: sel.expressions})
 	if err != nil {
 		return nil, fmt.Errorf("invalid rendered selector: %w", err)

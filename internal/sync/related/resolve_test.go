@@ -313,6 +313,18 @@ func TestEntry_Resolve(t *testing.T) {
 			want: []string{"abc/x -> default/foo-x"},
 		},
 		{
+			name:   "selector: every templated key rendering empty selects nothing, not everything",
+			origin: "kcp",
+			object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: bySelector(metaLabels(map[string]string{
+				"{{ .LocalObject.spec.missing }}": "x",
+			}), regexRewrite("^(.*)$", "$1"))},
+			kcpObjects: []ctrlruntimeclient.Object{
+				configMap("default", "one", map[string]string{"owner": "foo"}),
+				configMap("default", "two", nil),
+			},
+			want: nil,
+		},
+		{
 			name:   "selector: a rewrite rendering empty skips the object",
 			origin: "kcp",
 			object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: bySelector(
