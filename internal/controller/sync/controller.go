@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -430,12 +431,12 @@ const conflictRetryMin = 200 * time.Millisecond
 
 // conflictBackoff is the wait after the n-th consecutive lost race (n >= 1).
 func conflictBackoff(n int) time.Duration {
-	return min(conflictRetryMin<<min(n-1, 20), waitRetryMax)
+	return backoff.Exponential(conflictRetryMin, waitRetryMax, n-1)
 }
 
 // waitBackoff is the wait before the n-th consecutive check (n >= 1).
 func waitBackoff(n int) time.Duration {
-	return min(waitRetryMin<<min(n-1, 20), waitRetryMax)
+	return backoff.Exponential(waitRetryMin, waitRetryMax, n-1)
 }
 
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
@@ -521,7 +522,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		if n == waitReportAfter {
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonObjectWaiting, "The object waits for the service provider, who has been notified.")
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonObjectWaiting,
-				fmt.Sprintf("%s %s in workspace %s waits: %s.", r.remoteGVK.Kind, objectKey(req), req.ClusterName, res.Waiting))
+				fmt.Sprintf("%s %s in workspace %s waits: %s.", r.remoteGVK.Kind, objmeta.QualifiedName(req.Namespace, req.Name), req.ClusterName, res.Waiting))
 		}
 		if !res.Requeue {
 			return reconcile.Result{RequeueAfter: waitBackoff(n)}, nil
@@ -544,14 +545,7 @@ func failureMessage(kind string, req mcreconcile.Request, err error) string {
 	case reason != metav1.StatusReasonUnknown:
 		cause = "an API error: " + string(reason)
 	}
-	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, objectKey(req), req.ClusterName, cause)
-}
-
-func objectKey(req mcreconcile.Request) string {
-	if req.Namespace != "" {
-		return req.Namespace + "/" + req.Name
-	}
-	return req.Name
+	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, objmeta.QualifiedName(req.Namespace, req.Name), req.ClusterName, cause)
 }
 
 // cachedReads is a client whose Get and List use a workspace cache.

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
@@ -175,9 +176,9 @@ func (r *reconciler) notServedBackoff(prName string) time.Duration {
 func (r *reconciler) backoff(count map[string]int, prName string) time.Duration {
 	r.servedMu.Lock()
 	defer r.servedMu.Unlock()
-	d := notServedRetryMin << min(count[prName], 20)
+	d := backoff.Exponential(notServedRetryMin, notServedRetryMax, count[prName])
 	count[prName]++
-	return min(d, notServedRetryMax)
+	return d
 }
 
 // Add sets up the syncmanager.

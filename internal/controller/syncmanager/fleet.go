@@ -23,6 +23,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -478,7 +479,7 @@ func (f *fleet) failed(prName string, key controllerKey, err error) Status {
 		fl = &failure{key: key}
 		f.failures[prName] = fl
 	}
-	wait := min(startRetryMin<<min(fl.count, 20), startRetryMax)
+	wait := backoff.Exponential(startRetryMin, startRetryMax, fl.count)
 	fl.count++
 	fl.err = err
 	fl.retryAt = f.now().Add(wait)

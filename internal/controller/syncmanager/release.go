@@ -181,7 +181,7 @@ func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.Gr
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("failed to release %s %s in workspace %s: %w", gvr.Resource, objectName(obj), cluster, err)
+		return false, fmt.Errorf("failed to release %s %s in workspace %s: %w", gvr.Resource, objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()), cluster, err)
 	}
 	if rel.event != nil {
 		rel.event(cluster, obj)
@@ -258,13 +258,6 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 		return err
 	}
 	return errors.Join(errs...)
-}
-
-func objectName(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // releaseEvent records ObjectReleased on an object of an engaged workspace.

@@ -163,6 +163,15 @@ func copyableAnnotation(k string) bool {
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)
 }
 
+// QualifiedName is "namespace/name", or "name" for a cluster-scoped
+// object, as messages name objects.
+func QualifiedName(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
 // IsState reports whether obj is one of the agents' state Secrets: they
 // carry the remote-object labels of their kcp object too, and must never
 // be taken for a local copy (when Secrets are the published type). Copies

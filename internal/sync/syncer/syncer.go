@@ -145,16 +145,9 @@ type Result struct {
 // waitingFor is the Waiting text for an object that is being deleted.
 func waitingFor(what string, obj *unstructured.Unstructured) string {
 	if f := obj.GetFinalizers(); len(f) > 0 {
-		return fmt.Sprintf("%s %s is being deleted and held by the finalizers %s", what, objectName(obj), strings.Join(f, ", "))
+		return fmt.Sprintf("%s %s is being deleted and held by the finalizers %s", what, objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()), strings.Join(f, ", "))
 	}
-	return fmt.Sprintf("%s %s is being deleted", what, objectName(obj))
-}
-
-func objectName(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
+	return fmt.Sprintf("%s %s is being deleted", what, objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
 }
 
 // Process syncs obj (a kcp primary, fetched from ws). Errors are returned
