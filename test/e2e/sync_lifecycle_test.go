@@ -361,21 +361,38 @@ func TestCreateThenDeleteLeavesNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("create and delete: %v", err)
 	}
+	// What is left is returned as the error, so that a timeout names it.
 	framework.WaitFor(t, 2*syncTimeout, "every Thing gone in kcp, no copy and no state left", func(ctx context.Context) (bool, error) {
+		var left []string
 		for _, w := range ws {
 			list := &unstructured.UnstructuredList{}
 			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
-			if err := w.Client.List(ctx, list); err != nil || len(list.Items) > 0 {
+			if err := w.Client.List(ctx, list); err != nil {
 				return false, err
 			}
-			if items, err := localCopies(ctx, f.Service.Client, w.ClusterName); err != nil || len(items) > 0 {
+			for _, item := range list.Items {
+				left = append(left, fmt.Sprintf("kcp %s|%s finalizers=%v deleting=%v", w.ClusterName, item.GetName(), item.GetFinalizers(), item.GetDeletionTimestamp() != nil))
+			}
+			items, err := localCopies(ctx, f.Service.Client, w.ClusterName)
+			if err != nil {
 				return false, err
+			}
+			for _, item := range items {
+				left = append(left, fmt.Sprintf("copy %s/%s finalizers=%v deleting=%v", item.GetNamespace(), item.GetName(), item.GetFinalizers(), item.GetDeletionTimestamp() != nil))
 			}
 		}
 		secrets := &corev1.SecretList{}
-		err := f.Service.Client.List(ctx, secrets, ctrlruntimeclient.InNamespace(framework.AgentNamespace),
-			ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/object-state": "true"})
-		return err == nil && len(secrets.Items) == 0, err
+		if err := f.Service.Client.List(ctx, secrets, ctrlruntimeclient.InNamespace(framework.AgentNamespace),
+			ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/object-state": "true"}); err != nil {
+			return false, err
+		}
+		for _, s := range secrets.Items {
+			left = append(left, "state "+s.Name)
+		}
+		if len(left) > 0 {
+			return false, fmt.Errorf("%d left: %s", len(left), strings.Join(left[:min(len(left), 10)], "; "))
+		}
+		return true, nil
 	})
 	agent.NoErrors(t)
 }

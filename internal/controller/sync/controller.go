@@ -461,10 +461,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.waited(req, false)
 			r.streak(r.conflicts, req, false)
+			return r.vanished(ctx, kcpClient, cl.GetClient(), req)
 		}
-		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+		return reconcile.Result{}, err
 	}
 
 	// Objects that do not match the filters are not synced, but the
@@ -530,6 +530,29 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	if res.Requeue {
 		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// vanished cleans up the local copy and state of a kcp object that is gone
+// without its deletion having been processed (see syncer.Vanished). The
+// object no longer exists, so there is no Event: the log says it.
+func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.Client, live ctrlruntimeclient.Reader, req mcreconcile.Request) (reconcile.Result, error) {
+	s := *r.syncer
+	s.Event = func(ctrlruntimeclient.Object, string, string, string) {}
+	ws := syncer.Workspace{Client: kcpClient, Live: live, Cluster: req.ClusterName}
+	ref := typed(r.remoteGVK)
+	ref.SetNamespace(req.Namespace)
+	ref.SetName(req.Name)
+	res, err := s.Vanished(ctx, ws, ref)
+	n := r.waited(req, res.Waiting != "")
+	switch {
+	case err != nil:
+		return reconcile.Result{}, err
+	case res.Requeue:
+		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
+	case n > 0:
+		return reconcile.Result{RequeueAfter: waitBackoff(n)}, nil
 	}
 	return reconcile.Result{}, nil
 }

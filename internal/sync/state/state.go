@@ -246,22 +246,41 @@ func (s *Store) labels(p Primary) map[string]string {
 }
 
 // Delete removes every state Secret of p, those of its related objects
-// included.
+// included. They are listed from the API server: a Secret written a moment
+// ago (the copy was created and the kcp object deleted right after) may not
+// be in the cache yet, and would stay behind forever.
 func (s *Store) Delete(ctx context.Context, p Primary) error {
-	return s.deleteMatching(ctx, p, s.selector(p, true), "")
+	var list corev1.SecretList
+	if err := s.live().List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
+		ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p, true)}); err != nil {
+		return fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	return s.deleteListed(ctx, p, list.Items, "")
+}
+
+// Known reports whether the cache holds any state Secret of p (its own or
+// its related objects').
+func (s *Store) Known(ctx context.Context, p Primary) (bool, error) {
+	var list corev1.SecretList
+	if err := s.list(ctx, &list, p, s.selector(p, true)); err != nil {
+		return false, fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	return len(list.Items) > 0, nil
 }
 
 // deleteOthers deletes p's own state Secrets except keep.
 func (s *Store) deleteOthers(ctx context.Context, p Primary, keep string) error {
-	return s.deleteMatching(ctx, p, s.selector(p, false), keep)
-}
-
-// deleteMatching deletes the state Secrets of p that sel selects, except keep.
-func (s *Store) deleteMatching(ctx context.Context, p Primary, sel labels.Selector, keep string) error {
 	var list corev1.SecretList
-	if err := s.list(ctx, &list, p, sel); err != nil {
+	if err := s.list(ctx, &list, p, s.selector(p, false)); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
+	return s.deleteListed(ctx, p, list.Items, keep)
+}
+
+// deleteListed deletes the listed state Secrets of p, except keep and those
+// of another kind's primary.
+func (s *Store) deleteListed(ctx context.Context, p Primary, items []corev1.Secret, keep string) error {
+	list := corev1.SecretList{Items: items}
 	for i := range list.Items {
 		if list.Items[i].Name == keep || ofOtherKind(p, &list.Items[i]) {
 			continue

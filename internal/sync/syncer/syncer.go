@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
@@ -384,6 +385,7 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 		return res, fmt.Errorf("failed to create the local copy: %w", err)
 	}
 	res.Writes++
+	log.FromContext(ctx).V(1).Info("Created the local copy", "local", key.String(), "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
 	if err := s.State.Put(ctx, p, desired.Object); err != nil {
 		return res, err
 	}
@@ -558,6 +560,26 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return Result{}, nil
 	}
+	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
+		return res, err
+	}
+	if s.Warned != nil {
+		s.Warned.forget(obj)
+	}
+	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return Result{}, fmt.Errorf("failed to remove the finalizer: %w", err)
+	}
+	log.FromContext(ctx).V(1).Info("Released the kcp object", "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was cleaned up on the service cluster.")
+	return Result{Writes: 1}, nil
+}
+
+// cleanup removes what obj has on the service cluster: related objects,
+// the local copy (waiting until it is gone) and the state. It is done when
+// the result asks for neither a requeue nor a wait.
+func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
 	local, err := s.findLocal(ctx, p.Remote)
 	if err != nil {
 		return Result{}, err
@@ -574,29 +596,67 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 		res.Requeue = true
 		return res, err
 	}
+	// The state goes before the copy: nothing reads it once the deletion
+	// has started, and a copy that is still there, known to the caches by
+	// its labels, keeps the cleanup going, whereas a state Secret written a
+	// moment ago may not be in the cache yet.
+	if err := s.State.Delete(ctx, p); err != nil {
+		return Result{}, err
+	}
 	if local != nil {
 		if local.GetDeletionTimestamp() == nil {
 			if err := s.Service.Delete(ctx, local); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 				return Result{}, fmt.Errorf("failed to delete the local copy: %w", err)
 			}
+			log.FromContext(ctx).V(1).Info("Deleting the local copy", "local", objmeta.QualifiedName(local.GetNamespace(), local.GetName()), "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
 			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the object on the service cluster.")
 			return Result{Requeue: true, Writes: 1}, nil
 		}
 		// Other finalizers on the copy are honoured: wait.
 		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
+	return Result{}, nil
+}
 
-	if err := s.State.Delete(ctx, p); err != nil {
+// Vanished cleans up after a kcp object that is gone although it carried
+// our finalizer or was being synced: the API server deletes an object
+// whose finalizer was added while its deletion was in flight (the delete
+// decided "no finalizers" on an earlier read), so a copy created right
+// then would stay forever. ref names the object (type, namespace, name).
+// Nothing is read from a server unless the caches know a copy or state of
+// it, nothing is done unless state of its kind exists, and nothing is
+// deleted unless the workspace's server confirms the object is gone (a
+// cache after a reconnect can miss live objects).
+func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.Unstructured) (Result, error) {
+	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: ref.GetNamespace(), Name: ref.GetName(), Path: ws.Path}
+	p := state.Primary{Remote: remote, APIVersion: ref.GetAPIVersion(), Kind: ref.GetKind()}
+	local, err := s.findLocal(ctx, remote)
+	if err != nil {
 		return Result{}, err
 	}
-	if s.Warned != nil {
-		s.Warned.forget(obj)
+	if local == nil {
+		known, err := s.State.Known(ctx, p)
+		if err != nil || !known {
+			return Result{}, err
+		}
 	}
-	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
-	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-		return Result{}, fmt.Errorf("failed to remove the finalizer: %w", err)
+	// Only an object this PublishedResource synced counts: it has state of
+	// its own kind. A copy alone may be that of a same-named object of
+	// another PublishedResource with the same source kind (the copy's
+	// labels do not name the kind).
+	if last, err := s.State.Get(ctx, p); err != nil || last == nil {
+		return Result{}, err
 	}
-	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was cleaned up on the service cluster.")
-	return Result{Writes: 1}, nil
+	live := ws.Live
+	if live == nil {
+		live = ws.Client
+	}
+	err = live.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy())
+	if !objectNotFound(err, ref.GetName()) {
+		// It exists (the cache lags; its events will come) or the server
+		// cannot tell: nothing is deleted.
+		return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	log.FromContext(ctx).Info("A kcp object vanished without its deletion being processed; cleaning up its local copy and state")
+	return s.cleanup(ctx, ws, ref, p)
 }

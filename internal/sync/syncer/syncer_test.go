@@ -731,3 +731,105 @@ func TestSyncer_vanishedObjectIsNotAnError(t *testing.T) {
 		t.Errorf("got %+v, %v; want nothing done and no error", res, err)
 	}
 }
+
+// TestSyncer_vanishedWithFinalizerCleansUp: the API server deletes an
+// object whose finalizer was added while its deletion was in flight (the
+// delete read "no finalizers" first), so the deletion flow never runs. Its
+// copy and state, the state Secret written a moment ago and not yet in the
+// cache included, go once kcp confirms the object is gone.
+func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	// The state store's cache has not seen the state Secret; the API
+	// server has (writes go to the server).
+	emptyCache := withAgentIndexes(fake.NewClientBuilder()).Build()
+	cachedReads := interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, _ ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			return emptyCache.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, _ ctrlruntimeclient.WithWatch, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
+			return emptyCache.List(ctx, list, opts...)
+		},
+	})
+	e.syncer.State = &state.Store{Client: cachedReads, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
+	obj := e.getRemote(t, "default", "foo")
+	obj.SetFinalizers(nil)
+	if err := e.kcp.Update(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	ref := typed(remoteGVK)
+	ref.SetNamespace("default")
+	ref.SetName("foo")
+	for range 5 {
+		res, err := e.syncer.Vanished(ctx, ws, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Requeue {
+			break
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+	secrets := &corev1.SecretList{}
+	if err := e.service.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.service.List(ctx, secrets); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 || len(secrets.Items) != 0 {
+		t.Errorf("%d copies and %d state Secrets left, want none", len(list.Items), len(secrets.Items))
+	}
+}
+
+// TestSyncer_vanishedOnlyWhenConfirmed: a kcp object that the workspace
+// cache misses (it was just rebuilt) but the server has is not cleaned
+// up; and when the caches know neither a copy nor state, nothing is read
+// from any server (every ordinary deletion ends in this check).
+func TestSyncer_vanishedOnlyWhenConfirmed(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	ref := typed(remoteGVK)
+	ref.SetNamespace("default")
+	ref.SetName("foo")
+	emptyCache := fake.NewClientBuilder().Build()
+	res, err := e.syncer.Vanished(ctx, Workspace{Client: emptyCache, Live: e.kcp, Cluster: cluster}, ref)
+	if err != nil || res.Writes != 0 {
+		t.Fatalf("got %+v, %v; want nothing done", res, err)
+	}
+	e.localCopy(t)
+
+	failing := interceptor.NewClient(emptyCache, interceptor.Funcs{Get: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+		return errors.New("no read expected")
+	}})
+	other := ref.DeepCopy()
+	other.SetName("never-synced")
+	if res, err := e.syncer.Vanished(ctx, Workspace{Client: failing, Cluster: cluster}, other); err != nil || res.Writes != 0 {
+		t.Errorf("got %+v, %v; want nothing read and nothing done", res, err)
+	}
+}
+
+// TestSyncer_vanishedNeedsStateOfItsKind: a copy whose labels match a kcp
+// object that does not exist, without state of this kind, may be the copy
+// of a same-named object of another PublishedResource with the same source
+// kind: it is left alone.
+func TestSyncer_vanishedNeedsStateOfItsKind(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	ref := typed(schema.GroupVersionKind{Group: "other.example.com", Version: "v1", Kind: "Widget"})
+	ref.SetNamespace("default")
+	ref.SetName("foo")
+	res, err := e.syncer.Vanished(ctx, Workspace{Client: e.kcp, Cluster: cluster}, ref)
+	if err != nil || res.Writes != 0 {
+		t.Fatalf("got %+v, %v; want nothing done", res, err)
+	}
+	e.localCopy(t)
+}
