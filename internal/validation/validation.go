@@ -77,7 +77,7 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 	}
 
 	if len(in.SharedSourceWith) > 0 {
-		c.ambiguous("the source kind is also published by %s; their local copies cannot be told apart", strings.Join(in.SharedSourceWith, ", "))
+		c.ambiguous("the source kind is also published by %s; their local copies cannot be told apart, so only the oldest of them syncs (see SyncReady)", strings.Join(in.SharedSourceWith, ", "))
 	}
 	return c.Result
 }

@@ -296,6 +296,10 @@ func Add(mgr manager.Manager, opts Options) error {
 		// controllers); unchanged keys make it a no-op.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, statusSchemaChanged(), deletionStarted()))).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
+		// The other PublishedResources of a source kind learn whether they
+		// are the oldest one now (see sourceOwner).
+		Watches(&syncagentv1alpha1.PublishedResource{}, handler.EnqueueRequestsFromMapFunc(r.sameSource),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, deletionStarted()))).
 		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
 		// The fleet tells when a sync controller runs or stops on its own.
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -306,6 +310,55 @@ func Add(mgr manager.Manager, opts Options) error {
 		b = b.WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), allSelected))
 	}
 	return b.Complete(r)
+}
+
+// sourceOwner returns the name of the PublishedResource that syncs pr's
+// source kind: the oldest (then first by name) selected one that is not
+// being deleted. Local copies record the kcp object's workspace, namespace
+// and name but not its kind (contract §4.1), so two PublishedResources of
+// one source kind would find, update and delete each other's copies of
+// same-named objects (contract §7 #11).
+func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) (string, error) {
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
+		return "", fmt.Errorf("failed to list PublishedResources: %w", err)
+	}
+	owner := pr
+	for i := range prs {
+		other := &prs[i]
+		if other.DeletionTimestamp == nil && projection.SourceGK(other) == projection.SourceGK(pr) && olderThan(other, owner) {
+			owner = other
+		}
+	}
+	return owner.Name, nil
+}
+
+func olderThan(a, b *syncagentv1alpha1.PublishedResource) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// sameSource maps a PublishedResource event to the other selected
+// PublishedResources of its source kind.
+func (r *reconciler) sameSource(ctx context.Context, obj ctrlruntimeclient.Object) []reconcile.Request {
+	pr, ok := obj.(*syncagentv1alpha1.PublishedResource)
+	if !ok {
+		return nil
+	}
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
+		r.log.Error(err, "Failed to list PublishedResources")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, other := range prs {
+		if other.Name != pr.Name && projection.SourceGK(&other) == projection.SourceGK(pr) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: other.Name}})
+		}
+	}
+	return reqs
 }
 
 // deletionStarted passes the update that marks a PublishedResource deleted.
@@ -468,6 +521,20 @@ func syncReady(status metav1.ConditionStatus, reason, format string, args ...any
 }
 
 func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (metav1.Condition, reconcile.Result, error) {
+	owner, err := r.sourceOwner(ctx, pr)
+	if err != nil {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
+	}
+	if owner != pr.Name {
+		// Not even deletions: a deletion here would find and delete the
+		// owner's copy of a same-named object.
+		r.fleet.Stop(pr.Name)
+		msg := fmt.Sprintf("Not synced: PublishedResource %s, created earlier, publishes the same source kind %s, and local copies do not record their kcp kind, so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
+		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
+			r.prEvents.Event(pr, corev1.EventTypeWarning, syncagentv1alpha1.ReasonSourceConflict, msg)
+		}
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{}, nil
+	}
 	disabled := pr.Spec.Synchronization != nil && !pr.Spec.Synchronization.Enabled
 	if disabled && pr.Status.ResourceSchemaName == "" {
 		r.fleet.Stop(pr.Name)

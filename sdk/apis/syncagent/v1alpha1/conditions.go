@@ -75,6 +75,11 @@ const (
 	// ReasonControllerStarting: the sync controller was started and waits
 	// until it has listed the objects it watches on the service cluster.
 	ReasonControllerStarting = "ControllerStarting"
+	// ReasonSourceConflict: another selected PublishedResource that was
+	// created earlier publishes the same source kind; local copies carry no
+	// kcp kind, so the two would take each other's copies. Only the oldest
+	// one syncs.
+	ReasonSourceConflict = "SourceConflict"
 )
 
 // Reasons of the ConfigValid condition.
