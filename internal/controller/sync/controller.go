@@ -461,7 +461,6 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.streak(r.conflicts, req, false)
 			return r.vanished(ctx, kcpClient, cl.GetClient(), req)
 		}
 		return reconcile.Result{}, err
@@ -545,6 +544,11 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 	ref.SetNamespace(req.Namespace)
 	ref.SetName(req.Name)
 	res, err := s.Vanished(ctx, ws, ref)
+	if apierrors.IsConflict(err) {
+		// As in Reconcile: a lost optimistic-lock race, retried quietly.
+		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
+	}
+	r.streak(r.conflicts, req, false)
 	n := r.waited(req, res.Waiting != "")
 	switch {
 	case err != nil:

@@ -33,6 +33,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -246,14 +247,17 @@ func (s *Store) labels(p Primary) map[string]string {
 }
 
 // Delete removes every state Secret of p, those of its related objects
-// included. They are listed from the API server: a Secret written a moment
-// ago (the copy was created and the kcp object deleted right after) may not
-// be in the cache yet, and would stay behind forever.
+// included. p's own Secret is deleted by name even if the cache has not
+// seen it: it may have been written a moment ago (the copy was created and
+// the kcp object deleted right after), and would stay behind forever.
 func (s *Store) Delete(ctx context.Context, p Primary) error {
 	var list corev1.SecretList
-	if err := s.live().List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
-		ctrlruntimeclient.MatchingLabelsSelector{Selector: s.selector(p, true)}); err != nil {
+	if err := s.list(ctx, &list, p, s.selector(p, true)); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
+	}
+	own := SecretName(p)
+	if !slices.ContainsFunc(list.Items, func(sec corev1.Secret) bool { return sec.Name == own }) {
+		list.Items = append(list.Items, corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: own}})
 	}
 	return s.deleteListed(ctx, p, list.Items, "")
 }

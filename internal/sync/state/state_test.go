@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,5 +182,25 @@ func TestStore_getConfirmsMissingStateLive(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]any{"color": "green"}, got["spec"]); diff != "" {
 		t.Errorf("state (-want +got):\n%s", diff)
+	}
+}
+
+// TestStore_deleteRemovesStateTheCacheMissed: a state Secret written a
+// moment ago is deleted although the cache does not list it yet.
+func TestStore_deleteRemovesStateTheCacheMissed(t *testing.T) {
+	ctx := context.Background()
+	store, c := newStore(t, interceptor.Funcs{
+		List: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectList, ...ctrlruntimeclient.ListOption) error {
+			return nil // a cache that has seen nothing
+		},
+	})
+	if err := store.Put(ctx, primary, map[string]any{"spec": map[string]any{"color": "green"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, ctrlruntimeclient.ObjectKey{Namespace: "agent", Name: SecretName(primary)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the state Secret is still there: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -447,9 +448,25 @@ func objectNotFound(err error, name string) bool {
 	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
 		return false
 	}
+	// A 404 without a Status body (a path the server does not serve, such
+	// as a virtual workspace whose binding is going away) is turned into a
+	// Status by client-go that names the requested object too; it says
+	// nothing about the object.
 	d := status.Status().Details
-	return d != nil && d.Name == name
+	if d == nil || d.Name != name {
+		return false
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false
+		}
+	}
+	return status.Status().Message != genericNotFoundMessage
 }
+
+// genericNotFoundMessage is client-go's message for a 404 whose body is
+// not a Status.
+const genericNotFoundMessage = "the server could not find the requested resource"
 
 // sharing reports whether other primaries that still exist hold a record's
 // source (see heldByOthers) and use its destination.

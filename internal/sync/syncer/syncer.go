@@ -596,13 +596,6 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 		res.Requeue = true
 		return res, err
 	}
-	// The state goes before the copy: nothing reads it once the deletion
-	// has started, and a copy that is still there, known to the caches by
-	// its labels, keeps the cleanup going, whereas a state Secret written a
-	// moment ago may not be in the cache yet.
-	if err := s.State.Delete(ctx, p); err != nil {
-		return Result{}, err
-	}
 	if local != nil {
 		if local.GetDeletionTimestamp() == nil {
 			if err := s.Service.Delete(ctx, local); ctrlruntimeclient.IgnoreNotFound(err) != nil {
@@ -615,7 +608,9 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 		// Other finalizers on the copy are honoured: wait.
 		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
-	return Result{}, nil
+	// The state goes last: while it exists, a vanished object's cleanup
+	// goes on (see Vanished).
+	return Result{}, s.State.Delete(ctx, p)
 }
 
 // Vanished cleans up after a kcp object that is gone although it carried

@@ -735,8 +735,8 @@ func TestSyncer_vanishedObjectIsNotAnError(t *testing.T) {
 // TestSyncer_vanishedWithFinalizerCleansUp: the API server deletes an
 // object whose finalizer was added while its deletion was in flight (the
 // delete read "no finalizers" first), so the deletion flow never runs. Its
-// copy and state, the state Secret written a moment ago and not yet in the
-// cache included, go once kcp confirms the object is gone.
+// copy and state (a state Secret written a moment ago, not yet in the
+// cache, is read live) go once kcp confirms the object is gone.
 func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -765,6 +765,13 @@ func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 	ref := typed(remoteGVK)
 	ref.SetNamespace("default")
 	ref.SetName("foo")
+	// The pass that deletes the copy asks for a requeue; by then the state
+	// cache has caught up.
+	res, err := e.syncer.Vanished(ctx, ws, ref)
+	if err != nil || !res.Requeue {
+		t.Fatalf("got %+v, %v; want the copy deleted and a requeue", res, err)
+	}
+	e.syncer.State = &state.Store{Client: e.service, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
 	for range 5 {
 		res, err := e.syncer.Vanished(ctx, ws, ref)
 		if err != nil {
@@ -789,9 +796,11 @@ func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 }
 
 // TestSyncer_vanishedOnlyWhenConfirmed: a kcp object that the workspace
-// cache misses (it was just rebuilt) but the server has is not cleaned
-// up; and when the caches know neither a copy nor state, nothing is read
-// from any server (every ordinary deletion ends in this check).
+// cache misses (it was just rebuilt) but the server has is not cleaned up;
+// neither is one for which the server's 404 does not come from the object
+// (a path it does not serve, as while a binding goes away); and when the
+// caches know neither a copy nor state, nothing is read from any server
+// (every ordinary deletion ends in this check).
 func TestSyncer_vanishedOnlyWhenConfirmed(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -806,13 +815,84 @@ func TestSyncer_vanishedOnlyWhenConfirmed(t *testing.T) {
 	}
 	e.localCopy(t)
 
-	failing := interceptor.NewClient(emptyCache, interceptor.Funcs{Get: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
-		return errors.New("no read expected")
+	// What client-go makes of a 404 whose body is not a Status.
+	notServed := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{Get: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+		return apierrors.NewGenericServerResponse(404, "GET", schema.GroupResource{Group: remoteGVK.Group, Resource: "things"}, "foo", "404 page not found", 0, true)
 	}})
+	res, err = e.syncer.Vanished(ctx, Workspace{Client: emptyCache, Live: notServed, Cluster: cluster}, ref)
+	if err != nil || res.Writes != 0 {
+		t.Fatalf("not served: got %+v, %v; want nothing done", res, err)
+	}
+	e.localCopy(t)
+
+	noRead := func() interceptor.Funcs {
+		return interceptor.Funcs{
+			Get: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+				return errors.New("no read expected")
+			},
+			List: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectList, ...ctrlruntimeclient.ListOption) error {
+				return errors.New("no read expected")
+			},
+		}
+	}
+	live := interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), noRead())
+	s := *e.syncer
+	s.Copies, s.Service = e.service, live
+	s.State = &state.Store{Client: e.service, Live: live, Namespace: "agent-ns", AgentName: "agent"}
 	other := ref.DeepCopy()
 	other.SetName("never-synced")
-	if res, err := e.syncer.Vanished(ctx, Workspace{Client: failing, Cluster: cluster}, other); err != nil || res.Writes != 0 {
+	if res, err := s.Vanished(ctx, Workspace{Client: interceptor.NewClient(emptyCache.(ctrlruntimeclient.WithWatch), noRead()), Cluster: cluster}, other); err != nil || res.Writes != 0 {
 		t.Errorf("got %+v, %v; want nothing read and nothing done", res, err)
+	}
+}
+
+// TestSyncer_vanishedCopyDeleteFailsOnce: the state is kept until the copy
+// is gone, so a failed copy deletion is retried, not forgotten.
+func TestSyncer_vanishedCopyDeleteFailsOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	obj := e.getRemote(t, "default", "foo")
+	obj.SetFinalizers(nil)
+	if err := e.kcp.Update(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	e.syncer.Service = interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			if _, isSecret := obj.(*corev1.Secret); !isSecret && !failed {
+				failed = true
+				return errors.New("admission webhook refused")
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+	})
+	ref := typed(remoteGVK)
+	ref.SetNamespace("default")
+	ref.SetName("foo")
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	if _, err := e.syncer.Vanished(ctx, ws, ref); err == nil {
+		t.Fatal("the failed deletion was not reported")
+	}
+	for range 5 {
+		res, err := e.syncer.Vanished(ctx, ws, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Requeue {
+			break
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+	if err := e.service.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("the copy stayed after one failed deletion")
 	}
 }
 
