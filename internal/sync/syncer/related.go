@@ -357,7 +357,14 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	return res, err
 }
 
-// removeFinalizer releases our finalizer from a kcp-side object.
+// removeFinalizer releases our finalizer from a kcp-side object. A related
+// source that is also a primary the agent syncs (contract §7 #31) is
+// released all the same: its primary role waits for this one (see
+// Syncer.delete), and if this role is done first while the object is being
+// deleted, the primary's cleanup runs as for a vanished object (a primary
+// whose PublishedResource is gone has no deletion flow that could take
+// the finalizer off later). An object that is not being deleted gets it
+// again from its own sync.
 func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return Result{}, nil

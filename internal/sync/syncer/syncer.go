@@ -563,6 +563,17 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
 		return res, err
 	}
+	// The object may also be the kcp-origin related object of another
+	// primary (contract §7 #31): that role's cleanup releases the shared
+	// finalizer once it is done (see releasedAsPrimary).
+	self := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	held, err := s.heldByOthers(ctx, ws, p, self)
+	if err != nil {
+		return Result{}, err
+	}
+	if held {
+		return Result{Waiting: "the object is also a related object of another primary, whose sync has not released it yet"}, nil
+	}
 	if s.Warned != nil {
 		s.Warned.forget(obj)
 	}

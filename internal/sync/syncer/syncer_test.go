@@ -913,3 +913,51 @@ func TestSyncer_vanishedNeedsStateOfItsKind(t *testing.T) {
 	}
 	e.localCopy(t)
 }
+
+// TestSyncer_primaryWaitsForItsRelatedRole: a kcp object that is a primary
+// and also the kcp-origin related object of another primary (contract §7
+// #31) keeps the shared finalizer after its own cleanup until the other
+// primary's record of it is gone; then the finalizer goes.
+func TestSyncer_primaryWaitsForItsRelatedRole(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.syncedFoo(t)
+	e.createRemote(t, "default", "bar", map[string]any{"color": "red"})
+	bar := state.Primary{APIVersion: remoteGVK.GroupVersion().String(), Kind: remoteGVK.Kind}
+	bar.Cluster, bar.Namespace, bar.Name = cluster, "default", "bar"
+	barHoldsFoo := state.Related{Primary: bar, RelatedRecord: state.RelatedRecord{
+		Identifier: "peer", OriginSide: "kcp",
+		Primary:     state.ObjectRef{APIVersion: bar.APIVersion, Kind: bar.Kind, Namespace: "default", Name: "bar"},
+		Origin:      state.ObjectRef{APIVersion: bar.APIVersion, Kind: bar.Kind, Namespace: "default", Name: "foo"},
+		Destination: state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: cluster, Name: "foo-peer"},
+	}}
+	if err := e.syncer.State.PutRelated(ctx, barHoldsFoo, map[string]any{"data": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	var res Result
+	for range 5 {
+		var err error
+		if res, err = e.syncer.Process(ctx, ws, e.getRemote(t, "default", "foo")); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Requeue {
+			break
+		}
+	}
+	if e.getRemote(t, "default", "foo") == nil || res.Waiting == "" {
+		t.Fatalf("the finalizer went while another primary held the object as a related source: %+v", res)
+	}
+	if err := e.syncer.State.DeleteRelated(ctx, state.RelatedSecretName(barHoldsFoo)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer.Process(ctx, ws, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the finalizer stayed after both roles were done")
+	}
+}

@@ -1,0 +1,83 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// TestObjectInTwoRoles: Thing b is a primary and also the kcp-origin
+// related object of Thing a (contract §7 #31). Deleting b removes its copy
+// but keeps the shared finalizer until a's related copy of b is cleaned up
+// too; then b goes, and nothing of b stays on the service cluster.
+func TestObjectInTwoRoles(t *testing.T) {
+	t.Parallel()
+	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
+			Identifier: "peer", Origin: syncagentv1alpha1.RelatedResourceOriginKcp,
+			Group: kcpThing.Group, Version: kcpThing.Version, Resource: "things",
+			Projection: &syncagentv1alpha1.RelatedResourceProjection{Group: localThing.Group},
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.peer"},
+			}},
+		}}
+	})
+	f, consumers, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()}, []*syncagentv1alpha1.PublishedResource{pr}, 1)
+	consumer := consumers[0]
+	ctx := t.Context()
+
+	b := newObject(kcpThing, "default", "b", map[string]any{"color": "blue"})
+	framework.Must(t, consumer.Client.Create(ctx, b), "create Thing b")
+	a := newObject(kcpThing, "default", "a", map[string]any{"color": "red", "peer": "b"})
+	framework.Must(t, consumer.Client.Create(ctx, a), "create Thing a")
+	// Two primary copies (by their labels) and a's related copy of b,
+	// named b, in the same namespace.
+	framework.WaitFor(t, syncTimeout, "two copies and the related copy of b", func(ctx context.Context) (bool, error) {
+		copies, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
+		if err != nil || len(copies) != 2 {
+			return false, err
+		}
+		return getObject(ctx, f.Service.Client, typedObject(localThing), consumer.ClusterName, "b") == nil, nil
+	})
+
+	framework.Must(t, consumer.Client.Delete(ctx, b), "delete Thing b")
+	framework.WaitFor(t, syncTimeout, "b's own copy gone, b still held for a", func(ctx context.Context) (bool, error) {
+		copies, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
+		if err != nil || len(copies) != 1 || copies[0].GetAnnotations()["syncagent.kcp.io/remote-object-name"] != "a" {
+			return false, err
+		}
+		held := typedObject(kcpThing)
+		if err := getObject(ctx, consumer.Client, held, "default", "b"); err != nil {
+			return false, err
+		}
+		return controllerutilContains(held.GetFinalizers(), cleanupFinalizer), nil
+	})
+	// a's sync runs on a's next event (the related type is not watched)
+	// and sees b in deletion.
+	framework.Must(t, consumer.Client.Patch(ctx, a, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"poke":"1"}}}`))), "label Thing a")
+	framework.WaitFor(t, syncTimeout, "b gone in kcp, its related copy gone", func(ctx context.Context) (bool, error) {
+		if err := getObject(ctx, consumer.Client, typedObject(kcpThing), "default", "b"); err == nil {
+			return false, nil
+		}
+		err := getObject(ctx, f.Service.Client, typedObject(localThing), consumer.ClusterName, "b")
+		return err != nil, nil
+	})
+	agent.NoErrors(t)
+}
+
+// typedObject returns an empty object of gvk.
+func typedObject(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
