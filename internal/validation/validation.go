@@ -32,6 +32,9 @@ type Result struct {
 	Invalid []string
 	// Ambiguous problems are accepted; the message says what is ignored.
 	Ambiguous []string
+	// Deprecated inputs work (contract §2.9); the message names their
+	// replacement.
+	Deprecated []string
 }
 
 // Input is what Check needs besides the PublishedResource itself.
@@ -48,6 +51,14 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 	c := &checker{}
 	spec := &pr.Spec
 
+	//nolint:staticcheck // the deprecated fields must keep working (contract §2.9); here they are reported.
+	if spec.Resource.Version != "" {
+		c.deprecated("spec.resource.version is deprecated; use spec.resource.versions")
+	}
+	//nolint:staticcheck // see above.
+	if spec.Projection != nil && spec.Projection.Version != "" {
+		c.deprecated("spec.projection.version is deprecated; use spec.projection.versions")
+	}
 	if n := spec.Naming; n != nil {
 		c.pattern("spec.naming.name", n.Name)
 		c.pattern("spec.naming.namespace", n.Namespace)
@@ -65,6 +76,10 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		path := fmt.Sprintf("spec.related[%d]", i)
 		if !identifierPattern.MatchString(rel.Identifier) {
 			c.invalid("%s.identifier %q must be 1-60 alphanumerics, '-', '_' or '.', starting and ending alphanumeric", path, rel.Identifier)
+		}
+		//nolint:staticcheck // see above.
+		if rel.Kind != "" {
+			c.deprecated("%s.kind is deprecated; use group, version and resource", path)
 		}
 		c.locator(path+".object", &rel.Object.RelatedResourceObjectSpec)
 		if rel.Object.Namespace != nil {
@@ -88,7 +103,9 @@ func (r Result) Condition() metav1.Condition {
 	case len(r.Invalid) > 0:
 		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionFalse, syncagentv1alpha1.ReasonInvalidConfiguration, strings.Join(r.Invalid, "; "))
 	case len(r.Ambiguous) > 0:
-		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonAmbiguousConfiguration, strings.Join(r.Ambiguous, "; "))
+		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonAmbiguousConfiguration, strings.Join(append(r.Ambiguous, r.Deprecated...), "; "))
+	case len(r.Deprecated) > 0:
+		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonValid, "The configuration is valid; "+strings.Join(r.Deprecated, "; "))
 	default:
 		return conditions.New(syncagentv1alpha1.ConditionConfigValid, metav1.ConditionTrue, syncagentv1alpha1.ReasonValid, "The configuration is valid.")
 	}
@@ -104,17 +121,31 @@ func (c *checker) ambiguous(format string, args ...any) {
 	c.Ambiguous = append(c.Ambiguous, fmt.Sprintf(format, args...))
 }
 
+func (c *checker) deprecated(format string, args ...any) {
+	c.Deprecated = append(c.Deprecated, fmt.Sprintf(format, args...))
+}
+
 // pattern checks a naming pattern: a template if it contains "{{", else a
 // legacy placeholder string (always valid).
 func (c *checker) pattern(path, p string) {
-	if strings.Contains(p, "{{") {
+	switch {
+	case strings.Contains(p, "{{"):
 		c.template(path, p)
+	case strings.Contains(p, "$remote"):
+		c.deprecated("%s uses the legacy $remote… placeholders; use a Go template", path)
 	}
 }
+
+// shortHashCall finds a call of the deprecated template function shortHash.
+var shortHashCall = regexp.MustCompile(`\bshortHash\b`)
 
 func (c *checker) template(path, text string) {
 	if _, err := templating.Parse(path, text); err != nil {
 		c.invalid("%s: invalid template: %v", path, err)
+		return
+	}
+	if shortHashCall.MatchString(text) {
+		c.deprecated("%s uses the function shortHash; use sha3short", path)
 	}
 }
 

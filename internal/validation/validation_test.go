@@ -28,6 +28,20 @@ func TestCheck(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
+			name: "deprecated inputs work and are named (contract §2.9)",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: "example.com", Kind: "Thing", Version: "v1"},
+				Projection: &syncagentv1alpha1.ResourceProjection{Version: "v2"},
+				Naming:     &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name | shortHash }}", Namespace: "$remoteClusterName"},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{{
+					Identifier: "creds", Origin: "kcp", Kind: "Secret", Object: ref,
+				}},
+			},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+			wantMsg: []string{"The configuration is valid", "spec.resource.version is deprecated", "spec.projection.version is deprecated",
+				"spec.naming.name uses the function shortHash", "spec.naming.namespace uses the legacy $remote", "spec.related[0].kind is deprecated"},
+		},
+		{
 			name: "bad selectors: filters, related watch and related object selector",
 			spec: syncagentv1alpha1.PublishedResourceSpec{
 				Filter: &syncagentv1alpha1.ResourceFilter{

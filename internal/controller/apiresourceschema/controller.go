@@ -21,6 +21,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -55,6 +56,9 @@ type Reconciler struct {
 	recorder record.EventRecorder
 	status   *conditions.Writer
 	log      logr.Logger
+	// deprecations remembers the generations whose deprecated inputs
+	// were logged (contract §2.9: once per generation).
+	deprecations *once.PerGeneration
 }
 
 // Add sets up the controller with the manager.
@@ -73,6 +77,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		recorder: mgr.GetEventRecorderFor(ControllerName),
 		status:   &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:      log,
+
+		deprecations: once.NewPerGeneration(),
 	}
 
 	selected := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return selection.Matches(opts.Selector, o) })

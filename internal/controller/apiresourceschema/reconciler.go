@@ -59,7 +59,11 @@ func (r *Reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	if projected != nil {
 		in.KcpScope = projected.Spec.Scope
 	}
-	out.config = validation.Check(pr, in).Condition()
+	checked := validation.Check(pr, in)
+	out.config = checked.Condition()
+	if len(checked.Deprecated) > 0 && r.deprecations.First(pr) {
+		r.log.Info("The PublishedResource uses deprecated inputs; they keep working", "publishedresource", pr.Name, "generation", pr.Generation, "deprecated", checked.Deprecated)
+	}
 
 	if err == nil {
 		out.schemaName, err = r.ensureSchema(ctx, pr, src, projected)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -334,7 +335,7 @@ func New(opts Options) (*Controller, error) {
 			Service:           opts.Service,
 			Copies:            opts.LocalCache,
 			State:             &state.Store{Client: opts.Service, Live: opts.ServiceReader, Namespace: opts.Namespace, AgentName: opts.AgentName},
-			Warned:            syncer.NewWarnedSet(),
+			Warned:            once.NewPerGeneration(),
 			SpecMutator:       specMutator,
 			StatusMutator:     statusMutator,
 			Related:           entries,

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -123,7 +124,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 		Namer:   namer,
 		Service: e.service,
 		State:   &state.Store{Client: e.service, Namespace: "agent-ns", AgentName: "agent"},
-		Warned:  NewWarnedSet(),
+		Warned:  once.NewPerGeneration(),
 		Event: func(obj ctrlruntimeclient.Object, _, reason, _ string) {
 			e.events = append(e.events, reason)
 			kind := obj.GetObjectKind().GroupVersionKind().Kind

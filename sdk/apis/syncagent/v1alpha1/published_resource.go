@@ -135,15 +135,19 @@ type SourceResourceDescriptor struct {
 	Kind string `json:"kind"`
 }
 
-// ResourceFilter limits the objects that are synchronized.
+// ResourceFilter limits the objects that are synchronized. The CRD checks
+// the selectors' operators; the related selectors, inside a list, cannot be
+// checked within CEL's cost budget and are checked by ConfigValid.
 type ResourceFilter struct {
 	// Namespace is matched against the labels of the kcp object's namespace.
 	// It is ignored for cluster-scoped kcp objects. Requires the namespaces
 	// permission claim.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
 	// +optional
 	Namespace *metav1.LabelSelector `json:"namespace,omitempty"`
 
 	// Resource is matched against the labels of the kcp object itself.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions[].operator must be In, NotIn, Exists or DoesNotExist"
 	// +optional
 	Resource *metav1.LabelSelector `json:"resource,omitempty"`
 }

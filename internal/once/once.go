@@ -1,0 +1,41 @@
+// Package once remembers what was already reported, so that a warning is
+// given once per object generation, not on every reconcile.
+package once
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PerGeneration remembers, per object UID, the last generation reported.
+// It is safe for concurrent use.
+type PerGeneration struct {
+	mu   sync.Mutex
+	seen map[types.UID]int64
+}
+
+// NewPerGeneration returns an empty set.
+func NewPerGeneration() *PerGeneration {
+	return &PerGeneration{seen: map[types.UID]int64{}}
+}
+
+// First reports whether obj's generation has not been reported yet, and
+// records it.
+func (p *PerGeneration) First(obj metav1.Object) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g, ok := p.seen[obj.GetUID()]; ok && g == obj.GetGeneration() {
+		return false
+	}
+	p.seen[obj.GetUID()] = obj.GetGeneration()
+	return true
+}
+
+// Forget drops obj (it is gone), so the set does not grow forever.
+func (p *PerGeneration) Forget(obj metav1.Object) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.seen, obj.GetUID())
+}
