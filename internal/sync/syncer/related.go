@@ -302,7 +302,7 @@ func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimecl
 		return Result{}, nil
 	}
 	warn := func() {
-		if s.Warned != nil && s.Warned.first(s.kcpSide(e, origin, dest)) {
+		if s.Warned != nil && s.Warned.First(s.kcpSide(e, origin, dest)) {
 			s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeWarning, ReasonStatusSubresMissing,
 				"The related object's status cannot be copied: its type has no status subresource.")
 		}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -80,7 +80,7 @@ type Syncer struct {
 	Event  EventFunc
 	// Warned remembers StatusSubresourceMissing warnings (shared by copies
 	// of the Syncer); nil disables the warning.
-	Warned *WarnedSet
+	Warned *once.PerGeneration
 
 	// SpecMutator and StatusMutator apply spec.mutation (nil: none).
 	SpecMutator, StatusMutator *mutation.Mutator
@@ -89,34 +89,6 @@ type Syncer struct {
 	// RelatedService reads related objects on the service cluster (from a
 	// cache that is not restricted to the agent's namespace) and writes them.
 	RelatedService ctrlruntimeclient.Client
-}
-
-// WarnedSet remembers the object generations that already got a
-// StatusSubresourceMissing warning, so each generation gets one.
-type WarnedSet struct {
-	mu   sync.Mutex
-	seen map[types.UID]int64
-}
-
-// NewWarnedSet returns an empty set.
-func NewWarnedSet() *WarnedSet { return &WarnedSet{seen: map[types.UID]int64{}} }
-
-// first reports whether obj's generation has not been warned about yet and
-// records it.
-func (w *WarnedSet) first(obj *unstructured.Unstructured) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if g, ok := w.seen[obj.GetUID()]; ok && g == obj.GetGeneration() {
-		return false
-	}
-	w.seen[obj.GetUID()] = obj.GetGeneration()
-	return true
-}
-
-func (w *WarnedSet) forget(obj *unstructured.Unstructured) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.seen, obj.GetUID())
 }
 
 // Workspace is the consumer workspace of a kcp object.
@@ -535,7 +507,7 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 	if !s.StatusSubresource {
 		// Without a status subresource the status cannot be written
 		// separately (contract §6.6): warn once per generation, never loop.
-		if s.Warned != nil && s.Warned.first(obj) {
+		if s.Warned != nil && s.Warned.First(obj) {
 			s.Event(obj, corev1.EventTypeWarning, ReasonStatusSubresMissing,
 				"The service reports a status, but this API has no status subresource, so it is not shown here.")
 		}
@@ -575,7 +547,7 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 		return Result{Waiting: "the object is also a related object of another primary, whose sync has not released it yet"}, nil
 	}
 	if s.Warned != nil {
-		s.Warned.forget(obj)
+		s.Warned.Forget(obj)
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)

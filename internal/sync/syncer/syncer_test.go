@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -393,7 +394,7 @@ func TestSyncer_noStatusSubresource(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.syncer.StatusSubresource = false
-	e.syncer.Warned = NewWarnedSet()
+	e.syncer.Warned = once.NewPerGeneration()
 	e.syncedFoo(t)
 	local := e.localCopy(t)
 	local.Object["status"] = map[string]any{"phase": "Ready"}
@@ -841,7 +842,7 @@ func TestSyncer_vanishedOnlyWhenConfirmed(t *testing.T) {
 	s.State = &state.Store{Client: e.service, Live: live, Namespace: "agent-ns", AgentName: "agent"}
 	other := ref.DeepCopy()
 	other.SetName("never-synced")
-	if res, err := s.Vanished(ctx, Workspace{Client: interceptor.NewClient(emptyCache.(ctrlruntimeclient.WithWatch), noRead()), Cluster: cluster}, other); err != nil || res.Writes != 0 {
+	if res, err := s.Vanished(ctx, Workspace{Client: interceptor.NewClient(emptyCache, noRead()), Cluster: cluster}, other); err != nil || res.Writes != 0 {
 		t.Errorf("got %+v, %v; want nothing read and nothing done", res, err)
 	}
 }
