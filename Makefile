@@ -17,6 +17,10 @@ LDFLAGS   := -X github.com/kcp-syncagent/api-syncagent/internal/version.Version=
 E2E_TIMEOUT  ?= 60m
 E2E_PARALLEL ?= 2
 E2E_RUN      ?= .
+FUZZTIME     ?= 5s
+# Fuzz targets (package:target), each run for FUZZTIME by `make fuzz`.
+FUZZ_TARGETS := ./internal/sync/naming:FuzzDefaultNames ./internal/sync/naming:FuzzNamingPatterns \
+	./internal/mutation:FuzzApply ./internal/projection:FuzzProject ./internal/sync/state:FuzzDecode
 UNIT_PKGS    := ./cmd/... ./internal/... ./test/chart/...
 
 BUILD_TOOL := hack/build-tool.sh
@@ -44,11 +48,18 @@ TESTBED_ENV = \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
 
 .PHONY: test
-test: verify test-unit test-e2e ## Everything CI runs: verify, unit and e2e tests.
+test: verify test-unit fuzz test-e2e ## Everything CI runs: verify, unit tests, fuzzing (briefly) and e2e tests.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (with the race detector).
 	go test -race -count=1 $(UNIT_PKGS)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long run).
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*}; \
+	done
 
 # refschema (hack/refschema, a test-only module with kcp's crdpuller) computes
 # the reference agent's schemas of built-in types; the e2e suite compares.
