@@ -35,3 +35,14 @@ var SyncControllerStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(SyncControllers, SyncControllerStarts)
 }
+
+// GoneWorkspaceObjectsDeleted counts local copies and state Secrets the
+// sweep deleted because their workspace no longer binds the export.
+var GoneWorkspaceObjectsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sync_agent_gone_workspace_objects_deleted_total",
+	Help: "Local copies (kind=copy) and state Secrets (kind=state) deleted because their kcp workspace no longer binds the export.",
+}, []string{"kind"})
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(GoneWorkspaceObjectsDeleted)
+}

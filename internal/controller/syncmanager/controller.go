@@ -218,7 +218,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		return err
 	}
 	if opts.StateSweepInterval > 0 {
-		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, log: log}); err != nil {
+		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clients: endpointClientsFor(opts.Target.Config),
+			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, log: log}); err != nil {
 			return err
 		}
 	}

@@ -518,6 +518,24 @@ func (f *fleet) engagedCluster(name string) cluster.Cluster {
 	return f.clusters[name].ws.Cluster
 }
 
+// endpointURLs returns the endpoints the fleet is connected to.
+func (f *fleet) endpointURLs() []string {
+	f.provMu.Lock()
+	defer f.provMu.Unlock()
+	return slices.Sorted(maps.Keys(f.providers))
+}
+
+// localGVKs returns the local types of the running controllers.
+func (f *fleet) localGVKs() []schema.GroupVersionKind {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, r := range f.controllers {
+		seen[r.key.localGVK] = true
+	}
+	return slices.SortedFunc(maps.Keys(seen), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) })
+}
+
 // syncedGVK returns the kcp GVK of a running controller for gk.
 func (f *fleet) syncedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
 	f.mu.Lock()

@@ -43,10 +43,17 @@ const (
 type endpointClients func(url, cluster string) (dynamic.Interface, error)
 
 func (r *reconciler) newEndpointClient(url, cluster string) (dynamic.Interface, error) {
-	cfg := rest.CopyConfig(r.Target.Config)
-	cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/" + cluster
-	cfg.Timeout = releaseRequestTimeout
-	return dynamic.NewForConfig(cfg)
+	return endpointClientsFor(r.Target.Config)(url, cluster)
+}
+
+// endpointClientsFor makes endpoint clients with base's credentials.
+func endpointClientsFor(base *rest.Config) endpointClients {
+	return func(url, cluster string) (dynamic.Interface, error) {
+		cfg := rest.CopyConfig(base)
+		cfg.Host = strings.TrimSuffix(url, "/") + "/clusters/" + cluster
+		cfg.Timeout = releaseRequestTimeout
+		return dynamic.NewForConfig(cfg)
+	}
 }
 
 // release is one pass of releasing a deleted PublishedResource: our

@@ -2,17 +2,25 @@ package syncmanager
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	"github.com/kcp-dev/logicalcluster/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
@@ -22,13 +30,25 @@ import (
 // leave their state behind forever. A Secret is deleted only when every
 // object it holds state for is confirmed missing by a live read (never a
 // cache) in an engaged workspace; anything it cannot check is kept.
+//
+// It also deletes the local copies and state of workspaces that no longer
+// bind the export (deleted or unbound while the agent was down, or with
+// our finalizers removed by hand), which nothing else would ever clean up:
+// see goneWorkspaces.
 type sweeper struct {
-	fleet     *fleet
-	client    ctrlruntimeclient.Client
+	fleet  *fleet
+	client ctrlruntimeclient.Client
+	// reader lists local copies from the API server (metadata only).
+	reader ctrlruntimeclient.Reader
+	// clients reach the endpoints, where the export's bindings are listed.
+	clients   endpointClients
 	namespace string
 	agentName string
 	interval  time.Duration
 	log       logr.Logger
+	// suspects are the workspaces the previous sweep found unbound: only
+	// a workspace found unbound by two sweeps in a row is cleaned up.
+	suspects map[string]bool
 }
 
 // Start sweeps every interval until ctx ends.
@@ -55,6 +75,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
+	s.goneWorkspaces(ctx, secrets.Items)
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
 		if !s.orphaned(ctx, secret) {
@@ -112,4 +133,141 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		}
 	}
 	return true
+}
+
+// goneWorkspaceListPage is the page size of the sweep's lists.
+const goneWorkspaceListPage = 500
+
+// apiBindings is where the export's bindings are listed on an endpoint
+// (the provider engages workspaces from the same list).
+var apiBindings = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apibindings"}
+
+// goneWorkspaces deletes the local copies (of the running controllers'
+// types) and the state Secrets of workspaces that no endpoint binds the
+// export in. A workspace counts as gone only when the bindings of every
+// endpoint were listed without an error (a shard that is down leaves its
+// workspaces alone), it is not engaged, and the previous sweep found it
+// gone too. Copies of other agents are left alone.
+func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
+	copies, err := s.listCopies(ctx)
+	if err != nil {
+		s.log.Error(err, "Failed to list local copies for the sweep of gone workspaces")
+		return
+	}
+	named := map[string]bool{}
+	for _, c := range copies {
+		named[c.GetLabels()[keys.RemoteObjectCluster]] = true
+	}
+	for _, sec := range secrets {
+		named[sec.Labels[keys.RemoteObjectCluster]] = true
+	}
+	delete(named, "")
+	if len(named) == 0 {
+		s.suspects = nil
+		return
+	}
+	bound, err := s.boundWorkspaces(ctx)
+	if err != nil {
+		s.log.Info("Cannot tell which workspaces bind the export; the sweep of gone workspaces waits", "error", err.Error())
+		return
+	}
+	gone := map[string]bool{}
+	for ws := range named {
+		if !bound[ws] && s.fleet.engagedCluster(ws) == nil {
+			gone[ws] = true
+		}
+	}
+	confirmed := map[string]bool{}
+	for ws := range gone {
+		if s.suspects[ws] {
+			confirmed[ws] = true
+		}
+	}
+	s.suspects = gone
+	for i := range copies {
+		c := &copies[i]
+		if !confirmed[c.GetLabels()[keys.RemoteObjectCluster]] {
+			continue
+		}
+		if err := s.client.Delete(ctx, c); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			s.log.Error(err, "Failed to delete the local copy of a gone workspace", "kind", c.Kind, "namespace", c.GetNamespace(), "name", c.GetName())
+			continue
+		}
+		metrics.GoneWorkspaceObjectsDeleted.WithLabelValues("copy").Inc()
+		s.log.Info("Deleted the local copy of an object of a workspace that no longer binds the export", "kind", c.Kind, "namespace", c.GetNamespace(), "name", c.GetName(), "cluster", c.GetLabels()[keys.RemoteObjectCluster])
+	}
+	for i := range secrets {
+		sec := &secrets[i]
+		if !confirmed[sec.Labels[keys.RemoteObjectCluster]] {
+			continue
+		}
+		if err := s.client.Delete(ctx, sec); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			s.log.Error(err, "Failed to delete the state of a gone workspace", "secret", sec.Name)
+			continue
+		}
+		metrics.GoneWorkspaceObjectsDeleted.WithLabelValues("state").Inc()
+		s.log.Info("Deleted the state of an object of a workspace that no longer binds the export", "secret", sec.Name, "cluster", sec.Labels[keys.RemoteObjectCluster])
+	}
+}
+
+// listCopies lists, from the API server and as metadata, this agent's
+// local copies of the types the running controllers sync.
+func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
+	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.Exists, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []metav1.PartialObjectMetadata
+	for _, gvk := range s.fleet.localGVKs() {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		opts := &ctrlruntimeclient.ListOptions{LabelSelector: labels.NewSelector().Add(*synced), Limit: goneWorkspaceListPage}
+		for {
+			if err := s.reader.List(ctx, list, opts); err != nil {
+				return nil, fmt.Errorf("failed to list %s: %w", gvk.Kind, err)
+			}
+			for _, item := range list.Items {
+				// Copies of older agents lack the agent label and count.
+				if agent, ok := item.Labels[keys.AgentName]; (ok && agent != s.agentName) || item.Labels[keys.ObjectState] == "true" {
+					continue
+				}
+				item.SetGroupVersionKind(gvk)
+				out = append(out, item)
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// boundWorkspaces lists the workspaces that bind the export, on every
+// endpoint; any error (or no endpoint at all) means it cannot tell.
+func (s *sweeper) boundWorkspaces(ctx context.Context) (map[string]bool, error) {
+	urls := s.fleet.endpointURLs()
+	if len(urls) == 0 {
+		return nil, errors.New("no endpoint is connected")
+	}
+	bound := map[string]bool{}
+	for _, url := range urls {
+		c, err := s.clients(url, "*")
+		if err != nil {
+			return nil, err
+		}
+		opts := metav1.ListOptions{Limit: goneWorkspaceListPage}
+		for {
+			list, err := c.Resource(apiBindings).List(ctx, opts)
+			if err != nil {
+				return nil, fmt.Errorf("failed to list the bindings on %s: %w", url, err)
+			}
+			for i := range list.Items {
+				bound[logicalcluster.From(&list.Items[i]).String()] = true
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+	}
+	return bound, nil
 }

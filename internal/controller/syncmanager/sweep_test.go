@@ -3,7 +3,11 @@ package syncmanager
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/go-logr/logr"
 
@@ -11,7 +15,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	fakedynamic "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -69,5 +76,99 @@ func TestSweepReadsLive(t *testing.T) {
 	}
 	if !s.orphaned(context.Background(), secret) {
 		t.Error("the state of an object the server does not have was kept")
+	}
+}
+
+// TestSweepGoneWorkspaces: copies and state of a workspace that no
+// endpoint binds the export in go, after two sweeps in a row found it
+// gone; a bound, an engaged, and any workspace while an endpoint cannot be
+// listed, are left alone, as are other agents' copies.
+func TestSweepGoneWorkspaces(t *testing.T) {
+	localGVK := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+	localCopy := func(name, cluster, agent string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(localGVK)
+		u.SetNamespace(cluster)
+		u.SetName(name)
+		l := map[string]string{keys.RemoteObjectCluster: cluster}
+		if agent != "" {
+			l[keys.AgentName] = agent
+		}
+		u.SetLabels(l)
+		return u
+	}
+	stateOf := func(name, cluster string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent-ns", Name: name,
+			Labels: map[string]string{keys.RemoteObjectCluster: cluster, keys.ObjectState: "true", keys.AgentName: "me"}}}
+	}
+	binding := func(cluster string) runtime.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apis.kcp.io", Version: "v1alpha1", Kind: "APIBinding"})
+		u.SetName("export")
+		u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+		return u
+	}
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	service := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		localCopy("gone-copy", "gone", "me"), localCopy("old-agent-copy", "gone", ""), localCopy("theirs", "gone", "other"),
+		localCopy("bound-copy", "bound", "me"), localCopy("engaged-copy", "engaged", "me"),
+		stateOf("obj-state-gone-1", "gone"), stateOf("obj-state-bound-1", "bound"),
+	).Build()
+	endpointDown := false
+	clients := func(string, string) (dynamic.Interface, error) {
+		if endpointDown {
+			return nil, errors.New("connection refused")
+		}
+		return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiBindings: "APIBindingList"}, binding("bound")), nil
+	}
+	f := newFleet(logr.Discard(), nil, nil)
+	f.providers["https://shard"] = &endpoint{}
+	f.controllers["things"] = &running{key: controllerKey{localGVK: localGVK}}
+	f.clusters["engaged"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "engaged", Cluster: sweepCluster{}}}
+	sw := &sweeper{fleet: f, client: service, reader: service, clients: clients, namespace: "agent-ns", agentName: "me", log: logr.Discard()}
+
+	left := func() []string {
+		var names []string
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
+		if err := service.List(context.Background(), list); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range list.Items {
+			names = append(names, i.GetName())
+		}
+		var secrets corev1.SecretList
+		if err := service.List(context.Background(), &secrets); err != nil {
+			t.Fatal(err)
+		}
+		for _, i := range secrets.Items {
+			names = append(names, i.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	all := left()
+	steps := []struct {
+		name         string
+		endpointDown bool
+		want         []string
+	}{
+		{name: "first sweep: suspected only", want: all},
+		{name: "an endpoint cannot be listed: nothing", endpointDown: true, want: all},
+		{name: "second sweep in a row: the gone workspace's copies and state go", want: []string{"bound-copy", "engaged-copy", "obj-state-bound-1", "theirs"}},
+	}
+	for _, step := range steps {
+		endpointDown = step.endpointDown
+		var secrets corev1.SecretList
+		if err := service.List(context.Background(), &secrets); err != nil {
+			t.Fatal(err)
+		}
+		sw.goneWorkspaces(context.Background(), secrets.Items)
+		if diff := cmp.Diff(step.want, left()); diff != "" {
+			t.Errorf("%s: objects left (-want +got):\n%s", step.name, diff)
+		}
 	}
 }
