@@ -43,6 +43,9 @@ func (s *Syncer) side(ws Workspace, side related.Side) ctrlruntimeclient.Client 
 	if side == related.SideKcp {
 		return ws.Client
 	}
+	if s.RelatedService == nil {
+		return s.Service
+	}
 	return s.RelatedService
 }
 
@@ -359,12 +362,12 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 
 // removeFinalizer releases our finalizer from a kcp-side object. A related
 // source that is also a primary the agent syncs (contract §7 #31) is
-// released all the same: its primary role waits for this one (see
-// Syncer.delete), and if this role is done first while the object is being
-// deleted, the primary's cleanup runs as for a vanished object (a primary
-// whose PublishedResource is gone has no deletion flow that could take
-// the finalizer off later). An object that is not being deleted gets it
-// again from its own sync.
+// released all the same: its primary role does the related roles' cleanup
+// itself (see releaseHolders), and if this role is done first while the
+// object is being deleted, the primary's cleanup runs as for a vanished
+// object (a primary whose PublishedResource is gone has no deletion flow
+// that could take the finalizer off later). An object that is not being
+// deleted gets it again from its own sync.
 func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return Result{}, nil
@@ -394,6 +397,48 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
 	}
 	return s.removeFinalizer(ctx, ws, origin)
+}
+
+// releaseHolders does, for a primary in deletion that other live
+// primaries hold as a kcp-origin related object (contract §7 #31), what
+// their syncs do when they see a source deleted: their copies of it are
+// deleted (if they recorded state for them), then their records. Their
+// syncs run only on their own events (or never, if their
+// PublishedResource is disabled, filtered or stopped), so waiting for them
+// could hang the deletion.
+func (s *Syncer) releaseHolders(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured) (Result, error) {
+	self := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	holders, err := s.State.SourceHolders(ctx, p, self)
+	if err != nil || len(holders) == 0 {
+		return Result{}, err
+	}
+	alive, err := s.alive(ctx, ws, p, holders)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{}
+	for _, h := range alive {
+		rec := state.Related{Primary: h.PrimaryOf(), RelatedRecord: h.RelatedRecord}
+		stored, err := s.State.GetRelated(ctx, rec)
+		if err != nil {
+			return res, err
+		}
+		if stored != nil {
+			deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(h.OriginSide).Opposite()), h.Destination.Unstructured())
+			if err != nil {
+				return res, err
+			}
+			if deleted {
+				res.Writes++
+				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the copy another object made of this one as a related object.")
+			}
+		}
+		if err := s.State.DeleteRelated(ctx, h.SecretName); err != nil {
+			return res, err
+		}
+		res.Writes++
+	}
+	return res, nil
 }
 
 // heldByOthers reports whether the record of another primary that still

@@ -535,16 +535,12 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
 		return res, err
 	}
-	// The object may also be the kcp-origin related object of another
-	// primary (contract §7 #31): that role's cleanup releases the shared
-	// finalizer once it is done (see releasedAsPrimary).
-	self := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	held, err := s.heldByOthers(ctx, ws, p, self)
-	if err != nil {
-		return Result{}, err
-	}
-	if held {
-		return Result{Waiting: "the object is also a related object of another primary, whose sync has not released it yet"}, nil
+	// The object may also be the kcp-origin related object of other
+	// primaries (contract §7 #31): their cleanup for it is done before the
+	// shared finalizer goes.
+	if res, err := s.releaseHolders(ctx, ws, p, obj); err != nil || res.Writes > 0 {
+		res.Requeue = true
+		return res, err
 	}
 	if s.Warned != nil {
 		s.Warned.Forget(obj)
