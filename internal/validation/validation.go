@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"text/template/parse"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,7 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 	}
 
 	if len(in.SharedSourceWith) > 0 {
-		c.ambiguous("the source kind is also published by %s; their local copies cannot be told apart, so only the oldest of them syncs (see SyncReady)", strings.Join(in.SharedSourceWith, ", "))
+		c.ambiguous("the source kind is also published by %s; their local copies cannot be told apart, so only one of them syncs (see SyncReady)", strings.Join(in.SharedSourceWith, ", "))
 	}
 	return c.Result
 }
@@ -131,22 +132,60 @@ func (c *checker) pattern(path, p string) {
 	switch {
 	case strings.Contains(p, "{{"):
 		c.template(path, p)
-	case strings.Contains(p, "$remote"):
+	case usesLegacyPlaceholder(p):
 		c.deprecated("%s uses the legacy $remote… placeholders; use a Go template", path)
 	}
 }
 
-// shortHashCall finds a call of the deprecated template function shortHash.
-var shortHashCall = regexp.MustCompile(`\bshortHash\b`)
+//nolint:staticcheck // the deprecated placeholders are what is looked for.
+var legacyPlaceholders = []string{syncagentv1alpha1.PlaceholderRemoteClusterName, syncagentv1alpha1.PlaceholderRemoteNamespace,
+	syncagentv1alpha1.PlaceholderRemoteNamespaceHash, syncagentv1alpha1.PlaceholderRemoteName, syncagentv1alpha1.PlaceholderRemoteNameHash}
+
+func usesLegacyPlaceholder(p string) bool {
+	return slices.ContainsFunc(legacyPlaceholders, func(ph string) bool { return strings.Contains(p, ph) })
+}
 
 func (c *checker) template(path, text string) {
-	if _, err := templating.Parse(path, text); err != nil {
+	tpl, err := templating.Parse(path, text)
+	if err != nil {
 		c.invalid("%s: invalid template: %v", path, err)
 		return
 	}
-	if shortHashCall.MatchString(text) {
+	if tpl.Tree != nil && callsFunction(tpl.Root, "shortHash") {
 		c.deprecated("%s uses the function shortHash; use sha3short", path)
 	}
+}
+
+// callsFunction reports whether the template tree calls the function name
+// (not merely mentions it in text, a string or a comment).
+func callsFunction(node parse.Node, name string) bool {
+	switch n := node.(type) {
+	case *parse.ListNode:
+		if n == nil {
+			return false
+		}
+		return slices.ContainsFunc(n.Nodes, func(c parse.Node) bool { return callsFunction(c, name) })
+	case *parse.ActionNode:
+		return callsFunction(n.Pipe, name)
+	case *parse.PipeNode:
+		if n == nil {
+			return false
+		}
+		return slices.ContainsFunc(n.Cmds, func(c *parse.CommandNode) bool { return callsFunction(c, name) })
+	case *parse.CommandNode:
+		return slices.ContainsFunc(n.Args, func(a parse.Node) bool { return callsFunction(a, name) })
+	case *parse.IdentifierNode:
+		return n.Ident == name
+	case *parse.IfNode:
+		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+	case *parse.RangeNode:
+		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+	case *parse.WithNode:
+		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+	case *parse.TemplateNode:
+		return callsFunction(n.Pipe, name)
+	}
+	return false
 }
 
 func (c *checker) regex(path, pattern string) {

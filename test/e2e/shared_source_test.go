@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,16 +21,20 @@ import (
 // TestSharedSourceKindSyncsOnce: two PublishedResources publish the same
 // local kind as two kcp kinds. Local copies do not record the kcp kind, so
 // same-named objects of the two would share one copy (each overwriting
-// the other's spec, deleting one deleting the other's copy). Only the
-// older PublishedResource syncs; the newer one (whose name sorts first)
-// says why and leaves its objects alone. Once the older one is deleted the
-// newer one takes over without a restart.
+// the other's spec, deleting one deleting the other's copy). Only one
+// syncs: an enabled one before a disabled one, then the older. The other
+// says why, leaves its objects alone, and releases those it synced before
+// (their deletions must not hang). When the owner goes, the other takes
+// over without a restart.
 func TestSharedSourceKindSyncsOnce(t *testing.T) {
 	t.Parallel()
 	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()
 	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
-	older := thingsPR()
+	// "things" is older but disabled at first, so "gadgets" owns the kind.
+	older := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Synchronization = &syncagentv1alpha1.SynchronizationSpec{Enabled: false}
+	})
 	framework.Must(t, f.Service.Client.Create(ctx, older), "create PublishedResource things")
 	// Creation timestamps have a resolution of one second.
 	time.Sleep(1100 * time.Millisecond)
@@ -44,30 +49,54 @@ func TestSharedSourceKindSyncsOnce(t *testing.T) {
 	exp, err := getExport(ctx, f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
 	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims)
+	syncReady := func(name string, status metav1.ConditionStatus, reason string) {
+		t.Helper()
+		f.Service.WaitForPublishedResource(t, name, syncTimeout, "SyncReady="+string(status)+"/"+reason,
+			framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, status, reason))
+	}
+	syncReady("gadgets", metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)
+	syncReady("things", metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict)
 
-	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady=True/Running",
-		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
-	f.Service.WaitForPublishedResource(t, "gadgets", syncTimeout, "SyncReady=False/SourceConflict",
-		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict))
+	// A Gadget synced by "gadgets" while it owns the kind.
+	kcpGadget := schema.GroupVersionKind{Group: "gadgets.example.com", Version: "v1", Kind: "Gadget"}
+	early := newObject(kcpGadget, "default", "early", map[string]any{"color": "gadget"})
+	framework.Must(t, consumer.Client.Create(ctx, early), "create Gadget early")
+	waitOnlyCopy(t, f.Service.Client, consumer.ClusterName)
+
+	// "things" is enabled: older and enabled, it takes over.
+	framework.Must(t, f.Service.Client.Patch(ctx, older, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"synchronization":{"enabled":true}}}`))), "enable things")
+	syncReady("things", metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)
+	syncReady("gadgets", metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict)
 	framework.WaitFor(t, time.Minute, "a SourceConflict Warning on gadgets", func(ctx context.Context) (bool, error) {
 		return eventReasons(ctx, f, "gadgets")[syncagentv1alpha1.ReasonSourceConflict], nil
 	})
+	// The Gadget it synced is released: the consumer can delete it.
+	framework.Must(t, consumer.Client.Delete(ctx, early), "delete Gadget early")
+	framework.WaitFor(t, syncTimeout, "the released Gadget deleted", func(ctx context.Context) (bool, error) {
+		err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "early"}, newObject(kcpGadget, "", "", nil))
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	})
 
-	kcpGadget := schema.GroupVersionKind{Group: "gadgets.example.com", Version: "v1", Kind: "Gadget"}
 	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpGadget, "default", "same", map[string]any{"color": "gadget"})), "create Gadget")
 	thing := newObject(kcpThing, "default", "same", map[string]any{"color": "thing"})
 	framework.Must(t, consumer.Client.Create(ctx, thing), "create Thing")
-	local := waitOnlyCopy(t, f.Service.Client, consumer.ClusterName)
 	// A later change of the Thing arrives, so the agent has seen the
 	// Gadget (created first) long before.
 	framework.Must(t, consumer.Client.Patch(ctx, thing, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"color":"thing2"}}`))), "patch Thing")
-	framework.WaitFor(t, syncTimeout, "the copy follows the Thing", func(ctx context.Context) (bool, error) {
+	var thingCopy string
+	framework.WaitFor(t, syncTimeout, "the Thing's copy follows the Thing", func(ctx context.Context) (bool, error) {
 		copies, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
-		if err != nil || len(copies) != 1 {
+		if err != nil {
 			return false, err
 		}
-		color, _, _ := unstructured.NestedString(copies[0].Object, "spec", "color")
-		return color == "thing2" && copies[0].GetName() == local.GetName(), nil
+		for _, c := range copies {
+			color, _, _ := unstructured.NestedString(c.Object, "spec", "color")
+			if c.GetAnnotations()["syncagent.kcp.io/remote-object-name"] == "same" && color == "thing2" {
+				thingCopy = c.GetName()
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	gadget := newObject(kcpGadget, "default", "same", nil)
 	framework.Must(t, consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "same"}, gadget), "get Gadget")
@@ -77,14 +106,10 @@ func TestSharedSourceKindSyncsOnce(t *testing.T) {
 	// Deleting the Gadget leaves the Thing's copy alone.
 	framework.Must(t, consumer.Client.Delete(ctx, gadget), "delete Gadget")
 
-	// The older one goes: the newer one takes over.
+	// The owner goes: the other one takes over.
 	framework.Must(t, f.Service.Client.Delete(ctx, older), "delete PublishedResource things")
-	f.Service.WaitForPublishedResource(t, "gadgets", syncTimeout, "SyncReady=True/Running after things is deleted",
-		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
-	copies, err := localCopies(ctx, f.Service.Client, consumer.ClusterName)
-	framework.Must(t, err, "list copies")
-	if len(copies) != 1 || copies[0].GetName() != local.GetName() {
-		t.Errorf("the Thing's copy did not survive the Gadget's deletion: %d copies", len(copies))
-	}
+	syncReady("gadgets", metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)
+	local := typedObject(localThing)
+	framework.Must(t, getObject(ctx, f.Service.Client, local, consumer.ClusterName, thingCopy), "the Thing's copy survived the Gadget's deletion")
 	agent.NoErrors(t)
 }

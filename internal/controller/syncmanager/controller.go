@@ -136,7 +136,7 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, releasing, warned and failed.
+	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, warned and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
@@ -149,6 +149,9 @@ type reconciler struct {
 	warned map[string]bool
 	// releasing counts consecutive failed releases per PublishedResource.
 	releasing map[string]int
+	// conflictReleased remembers the PublishedResources in SourceConflict
+	// whose objects were released (once per agent process).
+	conflictReleased map[types.UID]bool
 	// endpointClients reaches the workspaces of an endpoint.
 	endpointClients endpointClients
 	// informers counts the sync controllers' uses of the service-side
@@ -270,11 +273,13 @@ func Add(mgr manager.Manager, opts Options) error {
 		notServed:     map[string]int{},
 		informers:     &syncctrl.SharedInformers{},
 		releasing:     map[string]int{},
-		warned:        map[string]bool{},
-		prEvents:      mgr.GetEventRecorderFor(ControllerName),
-		review:        requestReviewer(metadataClient),
-		failed:        map[string]endpointFailure{},
-		kcpTypes:      map[string]agentdiscovery.TypeInfo{},
+
+		conflictReleased: map[types.UID]bool{},
+		warned:           map[string]bool{},
+		prEvents:         mgr.GetEventRecorderFor(ControllerName),
+		review:           requestReviewer(metadataClient),
+		failed:           map[string]endpointFailure{},
+		kcpTypes:         map[string]agentdiscovery.TypeInfo{},
 	}
 
 	r.endpointClients = r.newEndpointClient
@@ -314,31 +319,82 @@ func Add(mgr manager.Manager, opts Options) error {
 }
 
 // sourceOwner returns the name of the PublishedResource that syncs pr's
-// source kind: the oldest (then first by name) selected one that is not
-// being deleted. Local copies record the kcp object's workspace, namespace
-// and name but not its kind (contract §4.1), so two PublishedResources of
-// one source kind would find, update and delete each other's copies of
-// same-named objects (contract §7 #11).
-func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) (string, error) {
+// source kind, and the other selected ones of that kind. Local copies
+// record the kcp object's workspace, namespace and name but not its kind
+// (contract §4.1), so two PublishedResources of one source kind would
+// find, update and delete each other's copies of same-named objects
+// (contract §7 #11). The owner is, among those not being deleted, an
+// enabled one before a disabled one, then the oldest, then (same second)
+// the one that runs, then the first by name.
+func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) (string, []string, error) {
 	prs, err := selection.List(ctx, r.client, r.Selector)
 	if err != nil {
-		return "", fmt.Errorf("failed to list PublishedResources: %w", err)
+		return "", nil, fmt.Errorf("failed to list PublishedResources: %w", err)
 	}
 	owner := pr
+	var others []string
 	for i := range prs {
 		other := &prs[i]
-		if other.DeletionTimestamp == nil && projection.SourceGK(other) == projection.SourceGK(pr) && olderThan(other, owner) {
+		if other.Name == pr.Name || other.DeletionTimestamp != nil || projection.SourceGK(other) != projection.SourceGK(pr) {
+			continue
+		}
+		others = append(others, other.Name)
+		if r.precedes(other, owner) {
 			owner = other
 		}
 	}
-	return owner.Name, nil
+	if owner != pr {
+		others = slices.DeleteFunc(others, func(n string) bool { return n == owner.Name })
+		others = append(others, pr.Name)
+	}
+	slices.Sort(others)
+	return owner.Name, others, nil
 }
 
-func olderThan(a, b *syncagentv1alpha1.PublishedResource) bool {
+// precedes orders PublishedResources of one source kind (see sourceOwner).
+func (r *reconciler) precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
+	if ea, eb := syncEnabled(a), syncEnabled(b); ea != eb {
+		return ea
+	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
+	if ra, rb := r.fleet.runs(a.Name), r.fleet.runs(b.Name); ra != rb {
+		return ra
+	}
 	return a.Name < b.Name
+}
+
+func syncEnabled(pr *syncagentv1alpha1.PublishedResource) bool {
+	return pr.Spec.Synchronization == nil || pr.Spec.Synchronization.Enabled
+}
+
+// conflicted handles a PublishedResource whose source kind another one
+// syncs: no controller (not even for deletions: a deletion here would find
+// and delete the owner's copy of a same-named object), one Warning Event,
+// and its objects in kcp are released once (as for a deleted
+// PublishedResource; their copies stay): they may carry our finalizer from
+// when it synced, in this agent or an earlier one, and consumers'
+// deletions would otherwise hang.
+func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, owner string, urls []string) (metav1.Condition, reconcile.Result, error) {
+	r.fleet.Stop(pr.Name)
+	msg := fmt.Sprintf("Not synced: PublishedResource %s publishes the same source kind %s and takes precedence (enabled, then older), and local copies do not record their kcp kind, so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
+	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
+		r.prEvents.Event(pr, corev1.EventTypeWarning, syncagentv1alpha1.ReasonSourceConflict, msg)
+	}
+	r.servedMu.Lock()
+	released := r.conflictReleased[pr.UID]
+	r.servedMu.Unlock()
+	if !released && len(urls) > 0 {
+		if err := r.releaseAll(ctx, pr, urls); err != nil {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s Releasing its objects in kcp failed and is retried: %v", msg, err),
+				reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
+		}
+		r.servedMu.Lock()
+		r.conflictReleased[pr.UID] = true
+		r.servedMu.Unlock()
+	}
+	return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{}, nil
 }
 
 // sameSource maps a PublishedResource event to the other selected
@@ -447,6 +503,22 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		return reconcile.Result{}, nil
 	}
 	r.fleet.Stop(pr.Name)
+	if err := r.releaseAll(ctx, pr, urls); err != nil {
+		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
+			"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)
+		if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+			conditions.Apply(st, cond, pr.Generation)
+		}); werr != nil {
+			return reconcile.Result{}, errors.Join(err, werr)
+		}
+		return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
+	}
+	return r.setReleaseFinalizer(ctx, pr, false)
+}
+
+// releaseAll releases the objects of every kcp resource pr synced (see
+// release) and resets the release backoff once that worked.
+func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) error {
 	grs := syncedResources(pr)
 	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
 		grs = append(grs, gr)
@@ -454,22 +526,15 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	for _, gr := range grs {
 		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
 		if err != nil {
-			r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name, "released", n)
-			cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
-				"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)
-			if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
-				conditions.Apply(st, cond, pr.Generation)
-			}); werr != nil {
-				return reconcile.Result{}, errors.Join(err, werr)
-			}
-			return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
+			r.log.Error(err, "Failed to release the objects of a PublishedResource", "publishedresource", pr.Name, "released", n)
+			return err
 		}
-		r.log.Info("Released the objects of a deleted PublishedResource", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
+		r.log.Info("Released the objects of a PublishedResource that no longer syncs", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
 	}
 	r.servedMu.Lock()
 	delete(r.releasing, pr.Name)
 	r.servedMu.Unlock()
-	return r.setReleaseFinalizer(ctx, pr, false)
+	return nil
 }
 
 // setReleaseFinalizer adds or removes our finalizer on the
@@ -522,19 +587,24 @@ func syncReady(status metav1.ConditionStatus, reason, format string, args ...any
 }
 
 func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (metav1.Condition, reconcile.Result, error) {
-	owner, err := r.sourceOwner(ctx, pr)
+	owner, others, err := r.sourceOwner(ctx, pr)
 	if err != nil {
+		// Cannot tell now: the condition stays as it is.
+		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil {
+			return *c, reconcile.Result{}, err
+		}
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
 	}
 	if owner != pr.Name {
-		// Not even deletions: a deletion here would find and delete the
-		// owner's copy of a same-named object.
-		r.fleet.Stop(pr.Name)
-		msg := fmt.Sprintf("Not synced: PublishedResource %s, created earlier, publishes the same source kind %s, and local copies do not record their kcp kind, so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
-		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
-			r.prEvents.Event(pr, corev1.EventTypeWarning, syncagentv1alpha1.ReasonSourceConflict, msg)
-		}
-		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{}, nil
+		return r.conflicted(ctx, pr, owner, urls)
+	}
+	r.servedMu.Lock()
+	delete(r.conflictReleased, pr.UID)
+	r.servedMu.Unlock()
+	// Never two controllers of one source kind, not even for a moment: the
+	// former owner's reconcile may come after this one.
+	for _, other := range others {
+		r.fleet.Stop(other)
 	}
 	disabled := pr.Spec.Synchronization != nil && !pr.Spec.Synchronization.Enabled
 	if disabled && pr.Status.ResourceSchemaName == "" {

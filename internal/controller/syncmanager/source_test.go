@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -27,7 +28,7 @@ import (
 func TestSourceOwner(t *testing.T) {
 	base := time.Unix(1000, 0)
 	pr := func(name, kind string, age time.Duration, selected, deleted bool) *syncagentv1alpha1.PublishedResource {
-		p := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(base.Add(-age))}}
+		p := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), CreationTimestamp: metav1.NewTime(base.Add(-age))}}
 		p.Spec.Resource = syncagentv1alpha1.SourceResourceDescriptor{APIGroup: "example.com", Version: "v1", Kind: kind}
 		if selected {
 			p.Labels = map[string]string{"agent": "x"}
@@ -59,6 +60,20 @@ func TestSourceOwner(t *testing.T) {
 			owner: map[string]string{"new": "new"},
 		},
 		{
+			name: "an enabled one before an older disabled one",
+			prs: []*syncagentv1alpha1.PublishedResource{pr("new", "Thing", time.Minute, true, false), func() *syncagentv1alpha1.PublishedResource {
+				p := pr("old-disabled", "Thing", time.Hour, true, false)
+				p.Spec.Synchronization = &syncagentv1alpha1.SynchronizationSpec{Enabled: false}
+				return p
+			}()},
+			owner: map[string]string{"new": "new", "old-disabled": "new"},
+		},
+		{
+			name:  "same second: the one that runs stays the owner",
+			prs:   []*syncagentv1alpha1.PublishedResource{pr("a", "Thing", time.Hour, true, false), pr("running", "Thing", time.Hour, true, false)},
+			owner: map[string]string{"a": "running", "running": "running"},
+		},
+		{
 			name:  "other source kinds are independent",
 			prs:   []*syncagentv1alpha1.PublishedResource{pr("things", "Thing", time.Minute, true, false), pr("widgets", "Widget", time.Hour, true, false)},
 			owner: map[string]string{"things": "things", "widgets": "widgets"},
@@ -76,9 +91,14 @@ func TestSourceOwner(t *testing.T) {
 			}
 			c := b.Build()
 			h := newFleetHarness(t)
+			// "running" has a controller.
+			done := make(chan struct{})
+			close(done)
+			h.fleet.controllers["running"] = &running{cancel: func() {}, done: done}
 			events := record.NewFakeRecorder(10)
 			r := &reconciler{Options: Options{Selector: labels.SelectorFromSet(labels.Set{"agent": "x"})},
-				client: c, fleet: h.fleet, log: logr.Discard(), prEvents: events}
+				client: c, fleet: h.fleet, log: logr.Discard(), prEvents: events,
+				releasing: map[string]int{}, conflictReleased: map[types.UID]bool{}}
 			for name, want := range tc.owner {
 				var p *syncagentv1alpha1.PublishedResource
 				for _, candidate := range tc.prs {
@@ -86,9 +106,9 @@ func TestSourceOwner(t *testing.T) {
 						p = candidate
 					}
 				}
-				got, err := r.sourceOwner(context.Background(), p)
-				if err != nil || got != want {
-					t.Errorf("owner of %s = %q, %v; want %q", name, got, err, want)
+				got, others, err := r.sourceOwner(context.Background(), p)
+				if err != nil || got != want || slices.Contains(others, got) {
+					t.Errorf("owner of %s = %q (others %v), %v; want %q", name, got, others, err, want)
 				}
 				if want == name {
 					continue

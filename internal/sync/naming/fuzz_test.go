@@ -61,4 +61,4 @@ func FuzzNamingPatterns(f *testing.F) {
 
 // expensive matches the sprig functions whose time or memory the template
 // text itself chooses (a service owner's choice, not a consumer's).
-var expensive = regexp.MustCompile(`repeat|until|seq|gen[A-Z]|derivePassword|bcrypt|htpasswd|rand`)
+var expensive = regexp.MustCompile(`repeat|until|seq|indent|range|gen[A-Z]|derivePassword|bcrypt|htpasswd|rand|getHostByName`)
