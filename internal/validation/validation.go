@@ -86,6 +86,9 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		if rel.Object.Namespace != nil {
 			c.locator(path+".object.namespace", rel.Object.Namespace)
 		}
+		for j, ns := range rel.AllowedNamespaces {
+			c.template(fmt.Sprintf("%s.allowedNamespaces[%d]", path, j), ns)
+		}
 		c.mutations(path+".mutation", rel.Mutation)
 		if rel.Watch != nil {
 			c.selector(path+".watch.bySelector", rel.Watch.BySelector)

@@ -567,9 +567,14 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 // status reason), never the error text, which can echo object content.
 func failureMessage(kind string, req mcreconcile.Request, err error) string {
 	cause := "an error; see the agent's log"
+	var notAllowed *related.NamespaceNotAllowedError
 	switch reason := apierrors.ReasonForError(err); {
 	case errors.Is(err, syncer.ErrConflict):
 		cause = "its local object belongs to someone else"
+	case errors.As(err, &notAllowed):
+		cause = fmt.Sprintf("a related object in service namespace %q, which is neither the local copy's nor in spec.related[].allowedNamespaces", notAllowed.Namespace)
+	case errors.Is(err, related.ErrEmptySelector):
+		cause = "a related label selector whose templated keys all rendered empty (nothing is selected)"
 	case reason != metav1.StatusReasonUnknown:
 		cause = "an API error: " + string(reason)
 	}

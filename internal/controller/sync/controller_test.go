@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
 
@@ -43,6 +44,18 @@ func TestFailureMessage(t *testing.T) {
 			req:  req("default", "db"),
 			err:  fmt.Errorf("%w: Thing x/y", syncer.ErrConflict),
 			want: "Synchronizing Thing default/db in workspace 1x2y failed with its local object belongs to someone else.",
+		},
+		{
+			name: "a related namespace that is not allowed is named (for the service owner)",
+			req:  req("default", "db"),
+			err:  fmt.Errorf("related \"creds\": namespace: %w", &related.NamespaceNotAllowedError{Namespace: "kube-system"}),
+			want: `Synchronizing Thing default/db in workspace 1x2y failed with a related object in service namespace "kube-system", which is neither the local copy's nor in spec.related[].allowedNamespaces.`,
+		},
+		{
+			name: "an empty related selector",
+			req:  req("default", "db"),
+			err:  fmt.Errorf("related \"creds\": %w", related.ErrEmptySelector),
+			want: "Synchronizing Thing default/db in workspace 1x2y failed with a related label selector whose templated keys all rendered empty (nothing is selected).",
 		},
 		{
 			name: "any other error points to the log and never shows its text",

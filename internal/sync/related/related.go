@@ -53,6 +53,10 @@ type Entry struct {
 
 	names      locator
 	namespaces *locator
+	// allowedNamespaces are the compiled spec.related[].allowedNamespaces;
+	// staticNamespace is object.namespace's template when it is plain text.
+	allowedNamespaces []*template.Template
+	staticNamespace   string
 }
 
 // OriginType and DestinationType return the type on each end of the copy.
@@ -143,6 +147,16 @@ func Compile(rel *syncagentv1alpha1.RelatedResourceSpec, kcp, service Type) (*En
 		if e.namespaces, err = compileLocator(rel.Object.Namespace); err != nil {
 			return nil, fmt.Errorf("related %q: object.namespace: %w", rel.Identifier, err)
 		}
+		if t := rel.Object.Namespace.Template; t != nil && rel.Object.Namespace.Reference == nil && rel.Object.Namespace.Selector == nil && !strings.Contains(t.Template, "{{") {
+			e.staticNamespace = t.Template
+		}
+	}
+	for i, text := range rel.AllowedNamespaces {
+		t, err := templating.Parse("allowed namespace", text)
+		if err != nil {
+			return nil, fmt.Errorf("related %q: allowedNamespaces[%d]: %w", rel.Identifier, i, err)
+		}
+		e.allowedNamespaces = append(e.allowedNamespaces, t)
 	}
 	return e, nil
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -193,9 +194,50 @@ func (r *resolution) namespaces(ctx context.Context) ([]namePair, error) {
 		} else if err := validNamespace(pairs[i].destination); err != nil {
 			return nil, err
 		}
+		if e.namespaces != nil {
+			service := pairs[i].origin
+			if e.Origin == SideKcp {
+				service = pairs[i].destination
+			}
+			if err := r.allowedOnService(service); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return pairs, nil
 }
+
+// NamespaceNotAllowedError is a service-side namespace that object.namespace
+// resolved to but the PublishedResource does not allow.
+type NamespaceNotAllowedError struct{ Namespace string }
+
+func (e *NamespaceNotAllowedError) Error() string {
+	return fmt.Sprintf("namespace %q of the service cluster is neither the local copy's nor allowed by allowedNamespaces", e.Namespace)
+}
+
+// allowedOnService reports whether a related object may be read or written
+// in namespace ns of the service cluster: the local copy's namespace, the
+// plain-text object.namespace, or an entry of allowedNamespaces rendered
+// for this workspace (never with the consumer's object). "" is a
+// cluster-scoped service-side type.
+func (r *resolution) allowedOnService(ns string) error {
+	e := r.entry
+	if ns == "" || ns == r.primaries.Service.GetNamespace() || ns == e.staticNamespace {
+		return nil
+	}
+	data := map[string]any{"ClusterName": r.primaries.ClusterName, "ClusterPath": r.primaries.ClusterPath}
+	for _, t := range e.allowedNamespaces {
+		if allowed, err := render(t, data); err == nil && allowed == ns {
+			return nil
+		}
+	}
+	return &NamespaceNotAllowedError{Namespace: ns}
+}
+
+// ErrEmptySelector is a templated label selector that rendered empty for
+// an object: it would select everything, so it selects nothing and is
+// reported.
+var ErrEmptySelector = errors.New("every templated key of the label selector rendered empty for this object; nothing is selected")
 
 // names returns the origin → destination name pairs within one namespace pair.
 func (r *resolution) names(ctx context.Context, ns namePair) ([]namePair, error) {
@@ -303,8 +345,8 @@ func (r *resolution) renderSelector(sel *selector) (labels.Selector, error) {
 	}
 	if len(sel.labelKeys) > 0 && len(matchLabels) == 0 && len(sel.expressions) == 0 {
 		// Every templated key rendered empty (from the consumer's data):
-		// an empty selector would select everything; it selects nothing.
-		return labels.Nothing(), nil
+		// an empty selector would select everything.
+		return nil, ErrEmptySelector
 	}
 	out, err := metav1.LabelSelectorAsSelector(&metav1.LabelSelector{MatchLabels: matchLabels, MatchExpressions: sel.expressions})
 	if err != nil {

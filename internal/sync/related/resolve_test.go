@@ -138,8 +138,10 @@ func TestEntry_Resolve(t *testing.T) {
 		servicePrimary       []func(*unstructured.Unstructured)
 		kcpObjects           []ctrlruntimeclient.Object
 		serviceObjects       []ctrlruntimeclient.Object
-		want                 []string
-		wantErr              string
+		// allowed is spec.related[].allowedNamespaces.
+		allowed []string
+		want    []string
+		wantErr string
 	}{
 		// reference
 		{
@@ -313,7 +315,7 @@ func TestEntry_Resolve(t *testing.T) {
 			want: []string{"abc/x -> default/foo-x"},
 		},
 		{
-			name:   "selector: every templated key rendering empty selects nothing, not everything",
+			name:   "selector: every templated key rendering empty selects nothing, not everything, and is reported",
 			origin: "kcp",
 			object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: bySelector(metaLabels(map[string]string{
 				"{{ .LocalObject.spec.missing }}": "x",
@@ -322,7 +324,7 @@ func TestEntry_Resolve(t *testing.T) {
 				configMap("default", "one", map[string]string{"owner": "foo"}),
 				configMap("default", "two", nil),
 			},
-			want: nil,
+			wantErr: "every templated key of the label selector rendered empty",
 		},
 		{
 			name:   "selector: a rewrite rendering empty skips the object",
@@ -372,6 +374,7 @@ func TestEntry_Resolve(t *testing.T) {
 				Namespace:                 ptr(byReference("spec.ns")),
 			},
 			kcpObjects: []ctrlruntimeclient.Object{configMap("team-a", "app-config", nil), configMap("default", "app-config", nil)},
+			allowed:    []string{"svc-a"},
 			want:       []string{"team-a/app-config -> svc-a/local-config"},
 		},
 		{
@@ -382,6 +385,7 @@ func TestEntry_Resolve(t *testing.T) {
 				Namespace:                 ptr(byTemplate(`{{ if eq .Side "kcp" }}team-a{{ else }}{{ .ClusterName }}-ns{{ end }}`)),
 			},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("abc-ns", "local-config", nil)},
+			allowed:        []string{"{{ .ClusterName }}-ns"},
 			want:           []string{"abc-ns/local-config -> team-a/app-config"},
 		},
 		{
@@ -401,7 +405,8 @@ func TestEntry_Resolve(t *testing.T) {
 				configMap("ns-a", "app-config", nil),
 				configMap("ns-c", "app-config", nil),
 			},
-			want: []string{"ns-a/app-config -> abc-ns-a/local-config", "ns-b/app-config -> abc-ns-b/local-config"},
+			allowed: []string{"{{ .ClusterName }}-ns-a", "{{ .ClusterName }}-ns-b"},
+			want:    []string{"ns-a/app-config -> abc-ns-a/local-config", "ns-b/app-config -> abc-ns-b/local-config"},
 		},
 		{
 			name:   "namespace by selector with a regex rewrite",
@@ -415,7 +420,8 @@ func TestEntry_Resolve(t *testing.T) {
 				namespace("svc-a", map[string]string{"team": "foo"}),
 				configMap("svc-a", "local-config", nil),
 			},
-			want: []string{"svc-a/local-config -> kcp-a/app-config"},
+			allowed: []string{"svc-a"},
+			want:    []string{"svc-a/local-config -> kcp-a/app-config"},
 		},
 		{
 			name:       "a cluster-scoped kcp primary needs object.namespace",
@@ -441,7 +447,49 @@ func TestEntry_Resolve(t *testing.T) {
 			kcpPrimary:     []func(*unstructured.Unstructured){clusterScoped},
 			servicePrimary: []func(*unstructured.Unstructured){clusterScoped},
 			kcpObjects:     []ctrlruntimeclient.Object{configMap("team-a", "app-config", nil)},
+			allowed:        []string{"svc-a"},
 			want:           []string{"team-a/app-config -> svc-a/local-config"},
+		},
+		{
+			name:   "a service-side namespace the consumer names is refused unless allowed (origin service)",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byReference("spec.ns")),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("svc-a", "local-config", nil)},
+			allowed:        []string{"{{ .Object.spec.ns }}", "other"},
+			wantErr:        `namespace "svc-a" of the service cluster is neither the local copy's nor allowed by allowedNamespaces`,
+		},
+		{
+			name:   "a service-side namespace the consumer names is refused unless allowed (origin kcp: no write there)",
+			origin: "kcp",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byReference("spec.ns")),
+			},
+			kcpObjects: []ctrlruntimeclient.Object{configMap("team-a", "app-config", nil)},
+			wantErr:    `namespace "svc-a" of the service cluster is neither the local copy's nor allowed`,
+		},
+		{
+			name:   "a plain-text object.namespace is the owner's choice",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byTemplate("shared")),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
+			want:           []string{"shared/local-config -> shared/app-config"},
+		},
+		{
+			name:   "object.namespace that resolves to the local copy's namespace needs no allow-list",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byTemplate("{{ .Object.metadata.namespace }}")),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("abc", "local-config", nil)},
+			want:           []string{"abc/local-config -> default/app-config"},
 		},
 		{
 			name:        "cluster-scoped related types ignore namespaces, also of cluster-scoped primaries",
@@ -533,7 +581,7 @@ func TestEntry_Resolve(t *testing.T) {
 			if tc.serviceType != nil {
 				serviceType = *tc.serviceType
 			}
-			rel := &syncagentv1alpha1.RelatedResourceSpec{Identifier: "rel", Origin: tc.origin, Object: tc.object}
+			rel := &syncagentv1alpha1.RelatedResourceSpec{Identifier: "rel", Origin: tc.origin, Object: tc.object, AllowedNamespaces: tc.allowed}
 			e, err := Compile(rel, kcpType, serviceType)
 			if err != nil {
 				t.Fatal(err)

@@ -368,6 +368,20 @@ type RelatedResourceSpec struct {
 	// +optional
 	Projection *RelatedResourceProjection `json:"projection,omitempty"`
 
+	// AllowedNamespaces lists the namespaces of the service cluster where
+	// this related object may be read or written when object.namespace
+	// resolves to another namespace than the one of the primary's local
+	// copy. Entries are Go templates that see only .ClusterName and
+	// .ClusterPath, never the consumer's object (for example
+	// "{{ .ClusterName }}-secrets" or "shared-credentials"); a plain-text
+	// object.namespace template counts as listed. Anything else is
+	// refused: object.namespace may come from data the consumer controls.
+	// (Ours; the reference has no such restriction.)
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
+
 	// Object describes how origin objects are found and how destination
 	// objects are named.
 	Object RelatedResourceObject `json:"object"`

@@ -289,6 +289,11 @@ func (in *RelatedResourceSpec) DeepCopyInto(out *RelatedResourceSpec) {
 		*out = new(RelatedResourceProjection)
 		**out = **in
 	}
+	if in.AllowedNamespaces != nil {
+		in, out := &in.AllowedNamespaces, &out.AllowedNamespaces
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.Object.DeepCopyInto(&out.Object)
 	if in.Mutation != nil {
 		in, out := &in.Mutation, &out.Mutation
