@@ -78,6 +78,7 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 		Resolver:  deps.Resolver,
 
 		StateSweepInterval: deps.Options.StateSweepInterval,
+		SweepUnbound:       deps.Options.SweepUnboundWorkspaces,
 	})
 }
 

@@ -83,6 +83,9 @@ type Options struct {
 
 	// StateSweepInterval is the period of the orphaned state Secret sweep.
 	StateSweepInterval time.Duration
+	// SweepUnboundWorkspaces lets the sweep delete the copies and state of
+	// workspaces that no endpoint binds the export in.
+	SweepUnboundWorkspaces bool
 
 	KcpQPS       float32
 	KcpBurst     int
@@ -124,7 +127,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.DisabledControllers, "disabled-controllers", o.DisabledControllers, fmt.Sprintf("Controllers to disable (comma-separated, repeatable): %s.", strings.Join(KnownControllers, ", ")))
 	fs.BoolVar(&o.LogDebug, "log-debug", o.LogDebug, "Log at debug level.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
-	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up, and the local copies and state of workspaces that no longer bind the export, are swept; 0 disables the sweep.")
+	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are swept; 0 disables the sweep.")
+	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
 	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")

@@ -9,6 +9,7 @@ package validation
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 			c.locator(path+".object.namespace", rel.Object.Namespace)
 		}
 		for j, ns := range rel.AllowedNamespaces {
-			c.template(fmt.Sprintf("%s.allowedNamespaces[%d]", path, j), ns)
+			c.allowedNamespace(fmt.Sprintf("%s.allowedNamespaces[%d]", path, j), ns)
 		}
 		c.mutations(path+".mutation", rel.Mutation)
 		if rel.Watch != nil {
@@ -159,36 +160,74 @@ func (c *checker) template(path, text string) {
 	}
 }
 
+// allowedNamespace checks an allowedNamespaces entry: a template that sees
+// only the workspace, never the consumer's object.
+func (c *checker) allowedNamespace(path, text string) {
+	tpl, err := templating.Parse(path, text)
+	if err != nil {
+		c.invalid("%s: invalid template: %v", path, err)
+		return
+	}
+	if !usesOnlyWorkspaceFields(tpl.Root) {
+		c.invalid("%s: may use only .ClusterName and .ClusterPath", path)
+	}
+}
+
 // callsFunction reports whether the template tree calls the function name
 // (not merely mentions it in text, a string or a comment).
-func callsFunction(node parse.Node, name string) bool {
+func callsFunction(root parse.Node, name string) bool {
+	return anyNode(root, func(n parse.Node) bool {
+		id, ok := n.(*parse.IdentifierNode)
+		return ok && id.Ident == name
+	})
+}
+
+// anyNode reports whether match holds for a node of the tree.
+func anyNode(node parse.Node, match func(parse.Node) bool) bool {
+	if node == nil || reflect.ValueOf(node).IsNil() {
+		return false
+	}
+	if match(node) {
+		return true
+	}
+	var children []parse.Node
 	switch n := node.(type) {
 	case *parse.ListNode:
-		if n == nil {
-			return false
-		}
-		return slices.ContainsFunc(n.Nodes, func(c parse.Node) bool { return callsFunction(c, name) })
+		children = n.Nodes
 	case *parse.ActionNode:
-		return callsFunction(n.Pipe, name)
+		children = []parse.Node{n.Pipe}
 	case *parse.PipeNode:
-		if n == nil {
-			return false
+		for _, c := range n.Cmds {
+			children = append(children, c)
 		}
-		return slices.ContainsFunc(n.Cmds, func(c *parse.CommandNode) bool { return callsFunction(c, name) })
 	case *parse.CommandNode:
-		return slices.ContainsFunc(n.Args, func(a parse.Node) bool { return callsFunction(a, name) })
-	case *parse.IdentifierNode:
-		return n.Ident == name
+		children = n.Args
+	case *parse.ChainNode:
+		children = []parse.Node{n.Node}
 	case *parse.IfNode:
-		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+		children = []parse.Node{n.Pipe, n.List, n.ElseList}
 	case *parse.RangeNode:
-		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+		children = []parse.Node{n.Pipe, n.List, n.ElseList}
 	case *parse.WithNode:
-		return callsFunction(n.Pipe, name) || callsFunction(n.List, name) || callsFunction(n.ElseList, name)
+		children = []parse.Node{n.Pipe, n.List, n.ElseList}
 	case *parse.TemplateNode:
-		return callsFunction(n.Pipe, name)
+		children = []parse.Node{n.Pipe}
 	}
-	return false
+	return slices.ContainsFunc(children, func(c parse.Node) bool { return anyNode(c, match) })
+}
+
+// usesOnlyWorkspaceFields reports whether a template reads no field but
+// .ClusterName and .ClusterPath (nothing of the consumer's object).
+func usesOnlyWorkspaceFields(root parse.Node) bool {
+	return !anyNode(root, func(n parse.Node) bool {
+		switch n := n.(type) {
+		case *parse.FieldNode:
+			return n.Ident[0] != "ClusterName" && n.Ident[0] != "ClusterPath"
+		case *parse.DotNode, *parse.VariableNode, *parse.ChainNode:
+			return true
+		}
+		return false
+	})
 }
 
 func (c *checker) regex(path, pattern string) {

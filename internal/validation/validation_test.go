@@ -42,6 +42,16 @@ func TestCheck(t *testing.T) {
 				"spec.naming.name uses the function shortHash", "spec.naming.namespace uses the legacy $remote", "spec.related[0].kind is deprecated"},
 		},
 		{
+			name: "allowedNamespaces see only the workspace",
+			spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{
+				Identifier: "creds", Origin: "service", Version: "v1", Resource: "secrets", Object: ref,
+				AllowedNamespaces: []string{"shared", "{{ .ClusterName }}-creds", "{{ .Object.spec.ns }}", "{{ $x := . }}{{ $x }}", "{{ if"},
+			}}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{"spec.related[0].allowedNamespaces[2]: may use only .ClusterName and .ClusterPath", "spec.related[0].allowedNamespaces[3]: may use only",
+				"spec.related[0].allowedNamespaces[4]: invalid template"},
+		},
+		{
 			name: "bad selectors: filters, related watch and related object selector",
 			spec: syncagentv1alpha1.PublishedResourceSpec{
 				Filter: &syncagentv1alpha1.ResourceFilter{

@@ -27,9 +27,9 @@ import (
 // counts them. The other workspace's copy stays.
 func TestGoneWorkspaceIsSwept(t *testing.T) {
 	t.Parallel()
-	const sweep = "--state-sweep-interval=2s"
+	sweep := []string{"--state-sweep-interval=2s", "--sweep-unbound-workspaces"}
 	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
-		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 2, sweep)
+		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 2, sweep...)
 	gone, stays := ws[0], ws[1]
 	ctx := t.Context()
 	for _, w := range ws {
@@ -58,7 +58,7 @@ func TestGoneWorkspaceIsSwept(t *testing.T) {
 		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
 	})
 
-	agent = framework.StartAgent(t, f.AgentArgs(sweep)...)
+	agent = framework.StartAgent(t, f.AgentArgs(sweep...)...)
 	framework.WaitFor(t, 2*syncTimeout, "the unbound workspace's copy and state deleted", func(ctx context.Context) (bool, error) {
 		copies, err := localCopies(ctx, f.Service.Client, gone.ClusterName)
 		if err != nil || len(copies) > 0 {

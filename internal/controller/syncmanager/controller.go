@@ -102,6 +102,9 @@ type Options struct {
 	Resolver  *agentdiscovery.Resolver
 	// StateSweepInterval is the period of the orphaned state sweep.
 	StateSweepInterval time.Duration
+	// SweepUnbound lets the sweep delete the copies and state of unbound
+	// workspaces (see sweeper.goneWorkspaces).
+	SweepUnbound bool
 }
 
 // controllerKey holds everything whose change restarts a sync controller.
@@ -222,7 +225,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 	if opts.StateSweepInterval > 0 {
 		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clients: endpointClientsFor(opts.Target.Config),
-			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, log: log}); err != nil {
+			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, unbound: opts.SweepUnbound, log: log}); err != nil {
 			return err
 		}
 	}
@@ -319,13 +322,15 @@ func Add(mgr manager.Manager, opts Options) error {
 }
 
 // sourceOwner returns the name of the PublishedResource that syncs pr's
-// source kind, and the other selected ones of that kind. Local copies
-// record the kcp object's workspace, namespace and name but not its kind
-// (contract §4.1), so two PublishedResources of one source kind would
-// find, update and delete each other's copies of same-named objects
-// (contract §7 #11). The owner is, among those not being deleted, an
-// enabled one before a disabled one, then the oldest, then (same second)
-// the one that runs, then the first by name.
+// source kind, and the other selected ones of that kind (those being
+// deleted too: their controller may still run). Local copies record the
+// kcp object's workspace, namespace and name but not its kind (contract
+// §4.1), so two PublishedResources of one source kind would find, update
+// and delete each other's copies of same-named objects (contract §7 #11).
+// The owner is, among those not being deleted, an enabled one before a
+// disabled one, then the oldest, then (created in the same second) one
+// whose status says it synced, then the first by name: an order that the
+// stored objects decide, the same after a restart.
 func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) (string, []string, error) {
 	prs, err := selection.List(ctx, r.client, r.Selector)
 	if err != nil {
@@ -335,11 +340,11 @@ func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.Publ
 	var others []string
 	for i := range prs {
 		other := &prs[i]
-		if other.Name == pr.Name || other.DeletionTimestamp != nil || projection.SourceGK(other) != projection.SourceGK(pr) {
+		if other.Name == pr.Name || projection.SourceGK(other) != projection.SourceGK(pr) {
 			continue
 		}
 		others = append(others, other.Name)
-		if r.precedes(other, owner) {
+		if other.DeletionTimestamp == nil && precedes(other, owner) {
 			owner = other
 		}
 	}
@@ -352,17 +357,23 @@ func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.Publ
 }
 
 // precedes orders PublishedResources of one source kind (see sourceOwner).
-func (r *reconciler) precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
+func precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
 	if ea, eb := syncEnabled(a), syncEnabled(b); ea != eb {
 		return ea
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
-	if ra, rb := r.fleet.runs(a.Name), r.fleet.runs(b.Name); ra != rb {
+	if ra, rb := syncedBefore(a), syncedBefore(b); ra != rb {
 		return ra
 	}
 	return a.Name < b.Name
+}
+
+// syncedBefore reports whether pr's status says its controller ran.
+func syncedBefore(pr *syncagentv1alpha1.PublishedResource) bool {
+	c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady)
+	return c != nil && c.Reason == syncagentv1alpha1.ReasonRunning
 }
 
 func syncEnabled(pr *syncagentv1alpha1.PublishedResource) bool {
@@ -386,6 +397,13 @@ func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.Publi
 	released := r.conflictReleased[pr.UID]
 	r.servedMu.Unlock()
 	if !released && len(urls) > 0 {
+		// The owner's kcp resource must be known first, or a release could
+		// take the finalizer off objects the owner syncs (both projected to
+		// one resource): see inUseElsewhere.
+		ownerPR := &syncagentv1alpha1.PublishedResource{}
+		if err := r.client.Get(ctx, types.NamespacedName{Name: owner}, ownerPR); err != nil || ownerPR.Status.ResourceSchemaName == "" {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, ctrlruntimeclient.IgnoreNotFound(err)
+		}
 		if err := r.releaseAll(ctx, pr, urls); err != nil {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s Releasing its objects in kcp failed and is retried: %v", msg, err),
 				reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil

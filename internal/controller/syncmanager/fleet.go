@@ -511,13 +511,6 @@ func (f *fleet) Stop(prName string) (controllerKey, bool) {
 	return old.key, true
 }
 
-// runs reports whether a controller exists for the PublishedResource.
-func (f *fleet) runs(prName string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.controllers[prName] != nil
-}
-
 // engagedCluster returns an engaged workspace, nil if it is not engaged.
 func (f *fleet) engagedCluster(name string) cluster.Cluster {
 	f.mu.Lock()

@@ -69,8 +69,12 @@ func TestSourceOwner(t *testing.T) {
 			owner: map[string]string{"new": "new", "old-disabled": "new"},
 		},
 		{
-			name:  "same second: the one that runs stays the owner",
-			prs:   []*syncagentv1alpha1.PublishedResource{pr("a", "Thing", time.Hour, true, false), pr("running", "Thing", time.Hour, true, false)},
+			name: "same second: the one whose status says it synced stays the owner (after a restart too)",
+			prs: []*syncagentv1alpha1.PublishedResource{pr("a", "Thing", time.Hour, true, false), func() *syncagentv1alpha1.PublishedResource {
+				p := pr("running", "Thing", time.Hour, true, false)
+				apimeta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: syncagentv1alpha1.ConditionSyncReady, Status: metav1.ConditionTrue, Reason: syncagentv1alpha1.ReasonRunning})
+				return p
+			}()},
 			owner: map[string]string{"a": "running", "running": "running"},
 		},
 		{
@@ -91,14 +95,10 @@ func TestSourceOwner(t *testing.T) {
 			}
 			c := b.Build()
 			h := newFleetHarness(t)
-			// "running" has a controller.
-			done := make(chan struct{})
-			close(done)
-			h.fleet.controllers["running"] = &running{cancel: func() {}, done: done}
 			events := record.NewFakeRecorder(10)
 			r := &reconciler{Options: Options{Selector: labels.SelectorFromSet(labels.Set{"agent": "x"})},
 				client: c, fleet: h.fleet, log: logr.Discard(), prEvents: events,
-				releasing: map[string]int{}, conflictReleased: map[types.UID]bool{}}
+				releasing: map[string]int{}, notServed: map[string]int{}, conflictReleased: map[types.UID]bool{}}
 			for name, want := range tc.owner {
 				var p *syncagentv1alpha1.PublishedResource
 				for _, candidate := range tc.prs {
@@ -113,7 +113,8 @@ func TestSourceOwner(t *testing.T) {
 				if want == name {
 					continue
 				}
-				cond, res, err := r.reconcile(context.Background(), p, []string{"https://endpoint"})
+				// No endpoints: nothing to release.
+				cond, res, err := r.reconcile(context.Background(), p, nil)
 				if err != nil || !res.IsZero() || cond.Status != metav1.ConditionFalse || cond.Reason != syncagentv1alpha1.ReasonSourceConflict {
 					t.Errorf("%s: got %+v, %+v, %v; want SyncReady=False/SourceConflict, no requeue", name, cond, res, err)
 				}
@@ -123,8 +124,14 @@ func TestSourceOwner(t *testing.T) {
 				<-events.Events
 				// Once reported, the Event is not repeated.
 				apimeta.SetStatusCondition(&p.Status.Conditions, cond)
-				if _, _, err := r.reconcile(context.Background(), p, []string{"https://endpoint"}); err != nil || len(events.Events) != 0 {
+				if _, _, err := r.reconcile(context.Background(), p, nil); err != nil || len(events.Events) != 0 {
 					t.Errorf("%s: second pass %v, %d Events; want none", name, err, len(events.Events))
+				}
+				// With endpoints, the release waits until the owner's kcp
+				// resource is known (the reconciler has no endpoint
+				// clients: a release would panic).
+				if _, res, err := r.reconcile(context.Background(), p, []string{"https://endpoint"}); err != nil || res.RequeueAfter == 0 {
+					t.Errorf("%s: got %+v, %v; want a retry while the owner has no schema", name, res, err)
 				}
 			}
 			reqs := r.sameSource(context.Background(), tc.prs[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,10 +32,10 @@ import (
 // object it holds state for is confirmed missing by a live read (never a
 // cache) in an engaged workspace; anything it cannot check is kept.
 //
-// It also deletes the local copies and state of workspaces that no longer
-// bind the export (deleted or unbound while the agent was down, or with
-// our finalizers removed by hand), which nothing else would ever clean up:
-// see goneWorkspaces.
+// With unbound set (--sweep-unbound-workspaces) it also deletes the local
+// copies and state of workspaces that no longer bind the export (deleted
+// or unbound while the agent was down, or with our finalizers removed by
+// hand), which nothing else would ever clean up: see goneWorkspaces.
 type sweeper struct {
 	fleet  *fleet
 	client ctrlruntimeclient.Client
@@ -45,10 +46,13 @@ type sweeper struct {
 	namespace string
 	agentName string
 	interval  time.Duration
+	unbound   bool
 	log       logr.Logger
-	// suspects are the workspaces the previous sweep found unbound: only
-	// a workspace found unbound by two sweeps in a row is cleaned up.
-	suspects map[string]bool
+	// suspects are the workspaces the previous sweep found unbound, with
+	// the endpoints it listed: only a workspace found unbound by two
+	// sweeps in a row over the same endpoints is cleaned up.
+	suspects          map[string]bool
+	suspectsEndpoints string
 }
 
 // Start sweeps every interval until ctx ends.
@@ -75,7 +79,9 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
-	s.goneWorkspaces(ctx, secrets.Items)
+	if s.unbound {
+		s.goneWorkspaces(ctx, secrets.Items)
+	}
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
 		if !s.orphaned(ctx, secret) {
@@ -144,14 +150,17 @@ var apiBindings = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1
 
 // goneWorkspaces deletes the local copies (of the running controllers'
 // types) and the state Secrets of workspaces that no endpoint binds the
-// export in. A workspace counts as gone only when the bindings of every
-// endpoint were listed without an error (a shard that is down leaves its
-// workspaces alone), it is not engaged, and the previous sweep found it
-// gone too. Copies of other agents are left alone.
+// export in. A workspace counts as gone only when two sweeps in a row,
+// over the same set of endpoints, listed the bindings of every endpoint
+// without an error and did not find it, and it is not engaged. Copies
+// without this agent's label (of other or older agents) are left alone.
 func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
+	// Anything that cannot be decided starts the count again.
+	suspects, endpoints := s.suspects, s.suspectsEndpoints
+	s.suspects, s.suspectsEndpoints = nil, ""
 	copies, err := s.listCopies(ctx)
 	if err != nil {
-		s.log.Error(err, "Failed to list local copies for the sweep of gone workspaces")
+		s.log.Error(err, "Failed to list local copies for the sweep of unbound workspaces")
 		return
 	}
 	named := map[string]bool{}
@@ -163,12 +172,12 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
 	}
 	delete(named, "")
 	if len(named) == 0 {
-		s.suspects = nil
 		return
 	}
-	bound, err := s.boundWorkspaces(ctx)
+	urls := s.fleet.endpointURLs()
+	bound, err := s.boundWorkspaces(ctx, urls)
 	if err != nil {
-		s.log.Info("Cannot tell which workspaces bind the export; the sweep of gone workspaces waits", "error", err.Error())
+		s.log.Info("Cannot tell which workspaces bind the export; the sweep of unbound workspaces waits", "error", err.Error())
 		return
 	}
 	gone := map[string]bool{}
@@ -177,13 +186,15 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
 			gone[ws] = true
 		}
 	}
+	s.suspects, s.suspectsEndpoints = gone, strings.Join(urls, " ")
 	confirmed := map[string]bool{}
-	for ws := range gone {
-		if s.suspects[ws] {
-			confirmed[ws] = true
+	if endpoints == s.suspectsEndpoints {
+		for ws := range gone {
+			if suspects[ws] {
+				confirmed[ws] = true
+			}
 		}
 	}
-	s.suspects = gone
 	for i := range copies {
 		c := &copies[i]
 		if !confirmed[c.GetLabels()[keys.RemoteObjectCluster]] {
@@ -227,8 +238,8 @@ func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadat
 				return nil, fmt.Errorf("failed to list %s: %w", gvk.Kind, err)
 			}
 			for _, item := range list.Items {
-				// Copies of older agents lack the agent label and count.
-				if agent, ok := item.Labels[keys.AgentName]; (ok && agent != s.agentName) || item.Labels[keys.ObjectState] == "true" {
+				// Copies without this agent's label may be another agent's.
+				if item.Labels[keys.AgentName] != s.agentName || item.Labels[keys.ObjectState] == "true" {
 					continue
 				}
 				item.SetGroupVersionKind(gvk)
@@ -242,10 +253,10 @@ func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadat
 	return out, nil
 }
 
-// boundWorkspaces lists the workspaces that bind the export, on every
-// endpoint; any error (or no endpoint at all) means it cannot tell.
-func (s *sweeper) boundWorkspaces(ctx context.Context) (map[string]bool, error) {
-	urls := s.fleet.endpointURLs()
+// boundWorkspaces lists the workspaces that bind the export on the
+// endpoints urls; any error, a binding without a workspace, or no endpoint
+// at all means it cannot tell.
+func (s *sweeper) boundWorkspaces(ctx context.Context, urls []string) (map[string]bool, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("no endpoint is connected")
 	}
@@ -262,7 +273,11 @@ func (s *sweeper) boundWorkspaces(ctx context.Context) (map[string]bool, error) 
 				return nil, fmt.Errorf("failed to list the bindings on %s: %w", url, err)
 			}
 			for i := range list.Items {
-				bound[logicalcluster.From(&list.Items[i]).String()] = true
+				ws := logicalcluster.From(&list.Items[i]).String()
+				if ws == "" {
+					return nil, fmt.Errorf("a binding on %s names no workspace", url)
+				}
+				bound[ws] = true
 			}
 			if opts.Continue = list.GetContinue(); opts.Continue == "" {
 				break

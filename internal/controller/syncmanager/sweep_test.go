@@ -79,10 +79,12 @@ func TestSweepReadsLive(t *testing.T) {
 	}
 }
 
-// TestSweepGoneWorkspaces: copies and state of a workspace that no
-// endpoint binds the export in go, after two sweeps in a row found it
-// gone; a bound, an engaged, and any workspace while an endpoint cannot be
-// listed, are left alone, as are other agents' copies.
+// TestSweepGoneWorkspaces: this agent's copies and state of a workspace
+// that no endpoint binds the export in go once two sweeps in a row over
+// the same endpoints found it unbound; a bound and an engaged workspace
+// are left alone, as are copies without this agent's label, and any
+// sweep that cannot tell (an endpoint that cannot be listed, a binding
+// without a workspace, another set of endpoints) starts the count again.
 func TestSweepGoneWorkspaces(t *testing.T) {
 	localGVK := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
 	localCopy := func(name, cluster, agent string) *unstructured.Unstructured {
@@ -104,8 +106,10 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 	binding := func(cluster string) runtime.Object {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "apis.kcp.io", Version: "v1alpha1", Kind: "APIBinding"})
-		u.SetName("export")
-		u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+		u.SetName("export-in-" + cluster)
+		if cluster != "" {
+			u.SetAnnotations(map[string]string{"kcp.io/cluster": cluster})
+		}
 		return u
 	}
 	s := runtime.NewScheme()
@@ -117,18 +121,22 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 		localCopy("bound-copy", "bound", "me"), localCopy("engaged-copy", "engaged", "me"),
 		stateOf("obj-state-gone-1", "gone"), stateOf("obj-state-bound-1", "bound"),
 	).Build()
-	endpointDown := false
+	endpointDown, anonymous := false, false
 	clients := func(string, string) (dynamic.Interface, error) {
 		if endpointDown {
 			return nil, errors.New("connection refused")
 		}
-		return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiBindings: "APIBindingList"}, binding("bound")), nil
+		objs := []runtime.Object{binding("bound")}
+		if anonymous {
+			objs = append(objs, binding(""))
+		}
+		return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiBindings: "APIBindingList"}, objs...), nil
 	}
 	f := newFleet(logr.Discard(), nil, nil)
-	f.providers["https://shard"] = &endpoint{}
+	f.providers["https://shard-a"] = &endpoint{}
 	f.controllers["things"] = &running{key: controllerKey{localGVK: localGVK}}
 	f.clusters["engaged"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "engaged", Cluster: sweepCluster{}}}
-	sw := &sweeper{fleet: f, client: service, reader: service, clients: clients, namespace: "agent-ns", agentName: "me", log: logr.Discard()}
+	sw := &sweeper{fleet: f, client: service, reader: service, clients: clients, namespace: "agent-ns", agentName: "me", unbound: true, log: logr.Discard()}
 
 	left := func() []string {
 		var names []string
@@ -154,14 +162,30 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 	steps := []struct {
 		name         string
 		endpointDown bool
+		anonymous    bool
+		shards       []string
 		want         []string
 	}{
 		{name: "first sweep: suspected only", want: all},
-		{name: "an endpoint cannot be listed: nothing", endpointDown: true, want: all},
-		{name: "second sweep in a row: the gone workspace's copies and state go", want: []string{"bound-copy", "engaged-copy", "obj-state-bound-1", "theirs"}},
+		{name: "an endpoint cannot be listed: nothing, and the count starts again", endpointDown: true, want: all},
+		{name: "suspected again", want: all},
+		{name: "a binding without a workspace: cannot tell", anonymous: true, want: all},
+		{name: "suspected again", want: all},
+		{name: "another set of endpoints: suspected only", shards: []string{"https://shard-a", "https://shard-b"}, want: all},
+		{name: "back to the first set: suspected only", want: all},
+		{name: "second sweep in a row over the same endpoints: this agent's copies and state of the workspace go",
+			want: []string{"bound-copy", "engaged-copy", "obj-state-bound-1", "old-agent-copy", "theirs"}},
 	}
 	for _, step := range steps {
-		endpointDown = step.endpointDown
+		endpointDown, anonymous = step.endpointDown, step.anonymous
+		f.providers = map[string]*endpoint{}
+		shards := step.shards
+		if shards == nil {
+			shards = []string{"https://shard-a"}
+		}
+		for _, u := range shards {
+			f.providers[u] = &endpoint{}
+		}
 		var secrets corev1.SecretList
 		if err := service.List(context.Background(), &secrets); err != nil {
 			t.Fatal(err)

@@ -147,9 +147,7 @@ func Compile(rel *syncagentv1alpha1.RelatedResourceSpec, kcp, service Type) (*En
 		if e.namespaces, err = compileLocator(rel.Object.Namespace); err != nil {
 			return nil, fmt.Errorf("related %q: object.namespace: %w", rel.Identifier, err)
 		}
-		if t := rel.Object.Namespace.Template; t != nil && rel.Object.Namespace.Reference == nil && rel.Object.Namespace.Selector == nil && !strings.Contains(t.Template, "{{") {
-			e.staticNamespace = t.Template
-		}
+		e.staticNamespace = staticValue(rel.Object.Namespace)
 	}
 	for i, text := range rel.AllowedNamespaces {
 		t, err := templating.Parse("allowed namespace", text)
@@ -159,6 +157,24 @@ func Compile(rel *syncagentv1alpha1.RelatedResourceSpec, kcp, service Type) (*En
 		e.allowedNamespaces = append(e.allowedNamespaces, t)
 	}
 	return e, nil
+}
+
+// staticValue returns the value a locator gives whatever the object: a
+// plain-text template, or a reference whose regex has no pattern (its
+// replacement is the value). "" if it depends on the object.
+func staticValue(spec *syncagentv1alpha1.RelatedResourceObjectSpec) string {
+	switch {
+	case spec.Reference != nil:
+		if re := spec.Reference.Regex; re != nil && re.Pattern == "" && !strings.Contains(re.Replacement, "$") {
+			return re.Replacement
+		}
+	case spec.Selector != nil:
+	case spec.Template != nil:
+		if !strings.Contains(spec.Template.Template, "{{") {
+			return spec.Template.Template
+		}
+	}
+	return ""
 }
 
 // locator is one compiled RelatedResourceObjectSpec. Exactly one of

@@ -482,6 +482,18 @@ func TestEntry_Resolve(t *testing.T) {
 			want:           []string{"shared/local-config -> shared/app-config"},
 		},
 		{
+			name:   "a reference whose regex has no pattern gives a constant: the owner's choice",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace: ptr(syncagentv1alpha1.RelatedResourceObjectSpec{Reference: &syncagentv1alpha1.RelatedResourceObjectReference{
+					Path: "metadata.name", Regex: &syncagentv1alpha1.RegularExpression{Replacement: "shared"},
+				}}),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
+			want:           []string{"shared/local-config -> shared/app-config"},
+		},
+		{
 			name:   "object.namespace that resolves to the local copy's namespace needs no allow-list",
 			origin: "service",
 			object: syncagentv1alpha1.RelatedResourceObject{

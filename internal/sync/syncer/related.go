@@ -399,8 +399,8 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 	return s.removeFinalizer(ctx, ws, origin)
 }
 
-// releaseHolders does, for a primary in deletion that other live
-// primaries hold as a kcp-origin related object (contract §7 #31), what
+// releaseHolders does, for a primary in deletion that other primaries
+// hold as a kcp-origin related object (contract §7 #31), what
 // their syncs do when they see a source deleted: their copies of it are
 // deleted (if they recorded state for them), then their records. Their
 // syncs run only on their own events (or never, if their
@@ -408,16 +408,14 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 // could hang the deletion.
 func (s *Syncer) releaseHolders(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured) (Result, error) {
 	self := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	// Records of primaries that are gone (orphans) are cleaned up too: the
+	// source is going, so their copies of it have no use either.
 	holders, err := s.State.SourceHolders(ctx, p, self)
 	if err != nil || len(holders) == 0 {
 		return Result{}, err
 	}
-	alive, err := s.alive(ctx, ws, p, holders)
-	if err != nil {
-		return Result{}, err
-	}
 	res := Result{}
-	for _, h := range alive {
+	for _, h := range holders {
 		rec := state.Related{Primary: h.PrimaryOf(), RelatedRecord: h.RelatedRecord}
 		stored, err := s.State.GetRelated(ctx, rec)
 		if err != nil {

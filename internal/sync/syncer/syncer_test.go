@@ -936,11 +936,20 @@ func TestSyncer_primaryCompletesItsRelatedRole(t *testing.T) {
 		Origin:      state.ObjectRef{APIVersion: bar.APIVersion, Kind: bar.Kind, Namespace: "default", Name: "foo"},
 		Destination: state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: cluster, Name: "foo-peer"},
 	}}
-	if err := e.syncer.State.PutRelated(ctx, barHoldsFoo, map[string]any{"data": map[string]any{}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.service.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: "foo-peer"}}); err != nil {
-		t.Fatal(err)
+	// A record of a primary that is gone (an orphan) holds foo too.
+	gone := bar
+	gone.Name = "gone"
+	goneHoldsFoo := barHoldsFoo
+	goneHoldsFoo.Primary = gone
+	goneHoldsFoo.RelatedRecord.Primary.Name = "gone"
+	goneHoldsFoo.Destination.Name = "foo-gone"
+	for _, rec := range []state.Related{barHoldsFoo, goneHoldsFoo} {
+		if err := e.syncer.State.PutRelated(ctx, rec, map[string]any{"data": map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.service.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: rec.Destination.Name}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
 		t.Fatal(err)
@@ -962,10 +971,12 @@ func TestSyncer_primaryCompletesItsRelatedRole(t *testing.T) {
 	if e.getRemote(t, "default", "foo") != nil {
 		t.Fatal("the object stayed")
 	}
-	if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "foo-peer"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("bar's copy of foo stayed: %v", err)
-	}
-	if got, err := e.syncer.State.GetRelated(ctx, barHoldsFoo); err != nil || got != nil {
-		t.Errorf("bar's record of foo stayed: %v, %v", got, err)
+	for _, rec := range []state.Related{barHoldsFoo, goneHoldsFoo} {
+		if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: rec.Destination.Name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s's copy of foo stayed: %v", rec.Name, err)
+		}
+		if got, err := e.syncer.State.GetRelated(ctx, rec); err != nil || got != nil {
+			t.Errorf("%s's record of foo stayed: %v, %v", rec.Name, got, err)
+		}
 	}
 }
