@@ -756,18 +756,9 @@ func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 		},
 	})
 	e.syncer.State = &state.Store{Client: cachedReads, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
-	obj := e.getRemote(t, "default", "foo")
-	obj.SetFinalizers(nil)
-	if err := e.kcp.Update(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.kcp.Delete(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
+	e.vanishFoo(t)
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
-	ref := typed(remoteGVK)
-	ref.SetNamespace("default")
-	ref.SetName("foo")
+	ref := fooRef()
 	// The pass that deletes the copy asks for a requeue; by then the state
 	// cache has caught up.
 	res, err := e.syncer.Vanished(ctx, ws, ref)
@@ -775,15 +766,7 @@ func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 		t.Fatalf("got %+v, %v; want the copy deleted and a requeue", res, err)
 	}
 	e.syncer.State = &state.Store{Client: e.service, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
-	for range 5 {
-		res, err := e.syncer.Vanished(ctx, ws, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Requeue {
-			break
-		}
-	}
+	e.vanishedUntilDone(t, ws, ref)
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
 	secrets := &corev1.SecretList{}
@@ -808,9 +791,7 @@ func TestSyncer_vanishedOnlyWhenConfirmed(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.syncedFoo(t)
-	ref := typed(remoteGVK)
-	ref.SetNamespace("default")
-	ref.SetName("foo")
+	ref := fooRef()
 	emptyCache := fake.NewClientBuilder().Build()
 	res, err := e.syncer.Vanished(ctx, Workspace{Client: emptyCache, Live: e.kcp, Cluster: cluster}, ref)
 	if err != nil || res.Writes != 0 {
@@ -855,14 +836,7 @@ func TestSyncer_vanishedCopyDeleteFailsOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.syncedFoo(t)
-	obj := e.getRemote(t, "default", "foo")
-	obj.SetFinalizers(nil)
-	if err := e.kcp.Update(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.kcp.Delete(ctx, obj); err != nil {
-		t.Fatal(err)
-	}
+	e.vanishFoo(t)
 	failed := false
 	e.syncer.Service = interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
@@ -873,22 +847,12 @@ func TestSyncer_vanishedCopyDeleteFailsOnce(t *testing.T) {
 			return c.Delete(ctx, obj, opts...)
 		},
 	})
-	ref := typed(remoteGVK)
-	ref.SetNamespace("default")
-	ref.SetName("foo")
+	ref := fooRef()
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
 	if _, err := e.syncer.Vanished(ctx, ws, ref); err == nil {
 		t.Fatal("the failed deletion was not reported")
 	}
-	for range 5 {
-		res, err := e.syncer.Vanished(ctx, ws, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Requeue {
-			break
-		}
-	}
+	e.vanishedUntilDone(t, ws, ref)
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind("ThingList"))
 	if err := e.service.List(ctx, list); err != nil {
@@ -979,4 +943,42 @@ func TestSyncer_primaryCompletesItsRelatedRole(t *testing.T) {
 			t.Errorf("%s's record of foo stayed: %v, %v", rec.Name, got, err)
 		}
 	}
+}
+
+// fooRef names default/foo as the controller does for a kcp object its
+// cache does not have.
+func fooRef() *unstructured.Unstructured {
+	ref := typed(remoteGVK)
+	ref.SetNamespace("default")
+	ref.SetName("foo")
+	return ref
+}
+
+// vanishFoo removes default/foo from kcp, finalizer or not, as the API
+// server does when a delete races with the finalizer patch.
+func (e *env) vanishFoo(t *testing.T) {
+	t.Helper()
+	obj := e.getRemote(t, "default", "foo")
+	obj.SetFinalizers(nil)
+	if err := e.kcp.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// vanishedUntilDone runs Vanished until it stops asking for a requeue.
+func (e *env) vanishedUntilDone(t *testing.T, ws Workspace, ref *unstructured.Unstructured) {
+	t.Helper()
+	for range 5 {
+		res, err := e.syncer.Vanished(context.Background(), ws, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Requeue {
+			return
+		}
+	}
+	t.Fatal("Vanished did not finish within 5 passes")
 }
