@@ -34,8 +34,10 @@ func TestRelatedNamespacesStayInside(t *testing.T) {
 					RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
 						Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"},
 					},
+					// The consumer names the service-side namespace; in kcp
+					// the copy goes to the object's own namespace.
 					Namespace: &syncagentv1alpha1.RelatedResourceObjectSpec{
-						Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretNamespace"},
+						Template: &syncagentv1alpha1.TemplateExpression{Template: `{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}{{ .Object.spec.secretNamespace }}{{ end }}`},
 					},
 				},
 				AllowedNamespaces: []string{"shared-{{ .ClusterName }}"},

@@ -405,6 +405,9 @@ func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.Publi
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, ctrlruntimeclient.IgnoreNotFound(err)
 		}
 		if err := r.releaseAll(ctx, pr, urls); err != nil {
+			// Retried with backoff: a resource that no workspace binds
+			// yet cannot be listed, which is no failure of the agent.
+			r.log.Info("Cannot release the objects of a PublishedResource in SourceConflict yet; retrying", "publishedresource", pr.Name, "error", err.Error())
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s Releasing its objects in kcp failed and is retried: %v", msg, err),
 				reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
 		}
@@ -522,6 +525,7 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	}
 	r.fleet.Stop(pr.Name)
 	if err := r.releaseAll(ctx, pr, urls); err != nil {
+		r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name)
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
 			"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)
 		if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
@@ -544,8 +548,7 @@ func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.Publi
 	for _, gr := range grs {
 		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
 		if err != nil {
-			r.log.Error(err, "Failed to release the objects of a PublishedResource", "publishedresource", pr.Name, "released", n)
-			return err
+			return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
 		}
 		r.log.Info("Released the objects of a PublishedResource that no longer syncs", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
 	}
