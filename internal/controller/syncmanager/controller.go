@@ -329,7 +329,7 @@ func Add(mgr manager.Manager, opts Options) error {
 // and delete each other's copies of same-named objects (contract §7 #11).
 // The owner is, among those not being deleted, an enabled one before a
 // disabled one, then the oldest, then (created in the same second) one
-// whose status says it synced, then the first by name: an order that the
+// whose status says it owned the kind, then the first by name: an order that the
 // stored objects decide, the same after a restart.
 func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.PublishedResource) (string, []string, error) {
 	prs, err := selection.List(ctx, r.client, r.Selector)
@@ -370,10 +370,13 @@ func precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
 	return a.Name < b.Name
 }
 
-// syncedBefore reports whether pr's status says its controller ran.
+// syncedBefore reports whether pr's status says it owned its source kind
+// last time: a SyncReady condition other than SourceConflict (while its
+// controller starts after a restart it says ControllerStarting, not
+// Running).
 func syncedBefore(pr *syncagentv1alpha1.PublishedResource) bool {
 	c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady)
-	return c != nil && c.Reason == syncagentv1alpha1.ReasonRunning
+	return c != nil && c.Reason != syncagentv1alpha1.ReasonSourceConflict
 }
 
 func syncEnabled(pr *syncagentv1alpha1.PublishedResource) bool {

@@ -72,7 +72,8 @@ func TestSourceOwner(t *testing.T) {
 			name: "same second: the one whose status says it synced stays the owner (after a restart too)",
 			prs: []*syncagentv1alpha1.PublishedResource{pr("a", "Thing", time.Hour, true, false), func() *syncagentv1alpha1.PublishedResource {
 				p := pr("running", "Thing", time.Hour, true, false)
-				apimeta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: syncagentv1alpha1.ConditionSyncReady, Status: metav1.ConditionTrue, Reason: syncagentv1alpha1.ReasonRunning})
+				// Restarting: starting, not yet running.
+				apimeta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: syncagentv1alpha1.ConditionSyncReady, Status: metav1.ConditionFalse, Reason: syncagentv1alpha1.ReasonControllerStarting})
 				return p
 			}()},
 			owner: map[string]string{"a": "running", "running": "running"},
