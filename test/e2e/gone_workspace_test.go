@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,10 +52,7 @@ func TestGoneWorkspaceIsSwept(t *testing.T) {
 	framework.Must(t, gone.Client.Delete(ctx, thing), "delete Thing")
 	binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: f.Export.Name}}
 	framework.Must(t, gone.Client.Delete(ctx, binding), "unbind")
-	framework.WaitFor(t, time.Minute, "the APIBinding gone", func(ctx context.Context) (bool, error) {
-		err := gone.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
+	waitGone(t, gone.Client, binding, "the APIBinding")
 
 	agent = framework.StartAgent(t, f.AgentArgs(sweep...)...)
 	framework.WaitFor(t, 2*syncTimeout, "the unbound workspace's copy and state deleted", func(ctx context.Context) (bool, error) {

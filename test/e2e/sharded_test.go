@@ -10,7 +10,6 @@ import (
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -146,10 +145,7 @@ func TestMultipleShards(t *testing.T) {
 	k.StartShard(t, framework.SecondShard)
 	// Releases are retried with backoff, up to 5 minutes apart.
 	waitReleased(consumers[1], 6*time.Minute)
-	framework.WaitFor(t, syncTimeout, "the PublishedResource to go", func(ctx context.Context) (bool, error) {
-		err := f.Service.Client.Get(ctx, types.NamespacedName{Name: "things"}, &syncagentv1alpha1.PublishedResource{})
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
+	waitGone(t, f.Service.Client, &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things"}}, "the PublishedResource")
 	for _, ws := range consumers {
 		framework.Must(t, ws.Client.Delete(ctx, newObject(kcpThing, "default", "thing", nil)), "delete a Thing in %s", ws.Path)
 	}

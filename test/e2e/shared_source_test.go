@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,10 +71,7 @@ func TestSharedSourceKindSyncsOnce(t *testing.T) {
 	})
 	// The Gadget it synced is released: the consumer can delete it.
 	framework.Must(t, consumer.Client.Delete(ctx, early), "delete Gadget early")
-	framework.WaitFor(t, syncTimeout, "the released Gadget deleted", func(ctx context.Context) (bool, error) {
-		err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "early"}, newObject(kcpGadget, "", "", nil))
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
+	waitGone(t, consumer.Client, early, "the released Gadget")
 
 	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpGadget, "default", "same", map[string]any{"color": "gadget"})), "create Gadget")
 	thing := newObject(kcpThing, "default", "same", map[string]any{"color": "thing"})

@@ -5,10 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,19 +49,16 @@ func TestSyncCrashAndRestart(t *testing.T) {
 		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, workspaces)
 	ctx := t.Context()
 
-	var wg sync.WaitGroup
-	errs := make(chan error, workspaces)
+	var creators errgroup.Group
 	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		creators.Go(func() error {
 			for i := range perWS {
 				if err := w.Client.Create(ctx, newObject(kcpThing, "default", fmt.Sprintf("thing-%d", i), map[string]any{"color": "blue"})); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
 	// Kill the agent in the middle of the sync.
 	framework.WaitFor(t, syncTimeout, "the first copies", func(ctx context.Context) (bool, error) {
@@ -73,9 +70,7 @@ func TestSyncCrashAndRestart(t *testing.T) {
 		return total >= 20, err
 	})
 	agent.Kill()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := creators.Wait(); err != nil {
 		t.Fatalf("failed to create objects: %v", err)
 	}
 

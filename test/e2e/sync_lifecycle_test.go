@@ -9,13 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -212,20 +211,14 @@ func TestReleaseWhileAgentStopped(t *testing.T) {
 	framework.Must(t, svc.Get(ctx, types.NamespacedName{Name: "things"}, pr), "the deleted PublishedResource stays while the agent is down")
 
 	agent = framework.StartAgent(t, f.AgentArgs()...)
-	framework.WaitFor(t, syncTimeout, "the PublishedResource to go", func(ctx context.Context) (bool, error) {
-		err := svc.Get(ctx, types.NamespacedName{Name: "things"}, pr)
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
+	waitGone(t, svc, pr, "the PublishedResource")
 	thing := newObject(kcpThing, "default", "kept", nil)
 	framework.Must(t, kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, thing), "get Thing")
 	if len(thing.GetFinalizers()) != 0 {
 		t.Fatalf("the Thing still has finalizers %v", thing.GetFinalizers())
 	}
 	framework.Must(t, kcpc.Delete(ctx, thing), "delete Thing")
-	framework.WaitFor(t, syncTimeout, "the consumer's deletion to complete", func(ctx context.Context) (bool, error) {
-		err := kcpc.Get(ctx, types.NamespacedName{Namespace: "default", Name: "kept"}, thing)
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
+	waitGone(t, kcpc, thing, "the consumer's deleted Thing")
 	agent.NoErrors(t)
 }
 
@@ -337,28 +330,22 @@ func TestCreateThenDeleteLeavesNothing(t *testing.T) {
 	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
 		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, workspaces)
 	ctx := t.Context()
-	var wg sync.WaitGroup
-	errs := make(chan error, workspaces)
+	var g errgroup.Group
 	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			for i := range perWorkspace {
 				obj := newObject(kcpThing, "default", fmt.Sprintf("short-%d", i), map[string]any{"color": "x"})
 				if err := w.Client.Create(ctx, obj); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				if err := w.Client.Delete(ctx, obj); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := g.Wait(); err != nil {
 		t.Fatalf("create and delete: %v", err)
 	}
 	// What is left is returned as the error, so that a timeout names it.

@@ -43,9 +43,6 @@ func (s *Syncer) side(ws Workspace, side related.Side) ctrlruntimeclient.Client 
 	if side == related.SideKcp {
 		return ws.Client
 	}
-	if s.RelatedService == nil {
-		return s.Service
-	}
 	return s.RelatedService
 }
 

@@ -810,14 +810,7 @@ func TestSyncer_related_sourceNotHeldByOrphansOrCopies(t *testing.T) {
 				t.Fatalf("related state Secrets: %d, want 2 (one per primary)", n)
 			}
 			if tc.barGone {
-				bar := e.getRemote(t, "default", "bar")
-				bar.SetFinalizers(nil)
-				if err := e.kcp.Update(ctx, bar); err != nil {
-					t.Fatal(err)
-				}
-				if err := e.kcp.Delete(ctx, bar); err != nil {
-					t.Fatal(err)
-				}
+				e.vanish(t, "default", "bar")
 			}
 
 			if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
@@ -1037,14 +1030,7 @@ func TestSyncer_related_orphanedRecordKeepsNoCopy(t *testing.T) {
 			t.Fatalf("sync %s: %v", name, err)
 		}
 	}
-	bar := e.getRemote(t, "default", "bar")
-	bar.SetFinalizers(nil)
-	if err := e.kcp.Update(ctx, bar); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.kcp.Delete(ctx, bar); err != nil {
-		t.Fatal(err)
-	}
+	e.vanish(t, "default", "bar")
 	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
 		t.Fatal(err)
 	}

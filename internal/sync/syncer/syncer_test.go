@@ -74,9 +74,10 @@ func newEnv(t *testing.T, service ...ctrlruntimeclient.Object) *env {
 	}
 	e.syncer = &Syncer{
 		AgentName: "agent", LocalGVK: localGVK, LocalNamespaced: true, StatusSubresource: true,
-		Namer:   namer,
-		Service: e.service,
-		State:   &state.Store{Client: e.service, Namespace: "agent-ns", AgentName: "agent"},
+		Namer:          namer,
+		Service:        e.service,
+		RelatedService: e.service,
+		State:          &state.Store{Client: e.service, Namespace: "agent-ns", AgentName: "agent"},
 		Event: func(_ ctrlruntimeclient.Object, _, reason, _ string) {
 			e.events = append(e.events, reason)
 		},
@@ -756,7 +757,7 @@ func TestSyncer_vanishedWithFinalizerCleansUp(t *testing.T) {
 		},
 	})
 	e.syncer.State = &state.Store{Client: cachedReads, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
-	e.vanishFoo(t)
+	e.vanish(t, "default", "foo")
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
 	ref := fooRef()
 	// The pass that deletes the copy asks for a requeue; by then the state
@@ -836,7 +837,7 @@ func TestSyncer_vanishedCopyDeleteFailsOnce(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.syncedFoo(t)
-	e.vanishFoo(t)
+	e.vanish(t, "default", "foo")
 	failed := false
 	e.syncer.Service = interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
@@ -954,11 +955,12 @@ func fooRef() *unstructured.Unstructured {
 	return ref
 }
 
-// vanishFoo removes default/foo from kcp, finalizer or not, as the API
-// server does when a delete races with the finalizer patch.
-func (e *env) vanishFoo(t *testing.T) {
+// vanish removes a kcp object, finalizer or not, as the API server does
+// when a delete races with the finalizer patch (or as a consumer who takes
+// the finalizer off by hand).
+func (e *env) vanish(t *testing.T, namespace, name string) {
 	t.Helper()
-	obj := e.getRemote(t, "default", "foo")
+	obj := e.getRemote(t, namespace, name)
 	obj.SetFinalizers(nil)
 	if err := e.kcp.Update(context.Background(), obj); err != nil {
 		t.Fatal(err)
