@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -24,14 +26,18 @@ import (
 const forbiddenRecoveryTimeout = 6 * time.Minute
 
 // TestSyncForbiddenLocalType: the service owner's most common RBAC mistakes,
-// a published type or a related type the agent may not list and watch
-// cluster-wide, must not stop the agent. The agent runs as the chart's
-// ServiceAccount; the chart's rules grant all verbs on Things and Widgets
-// but only get/create/update/patch/delete on Others, and Secrets only in
-// the agent's namespace, while Widgets have related Secrets in the
-// consumers' namespaces. The Others and Widgets PublishedResources say which
-// verbs on which resource are missing, the Things PublishedResource keeps
-// syncing, and granting the missing verbs makes both run without a restart.
+// a published type or a watched related type the agent may not list and
+// watch cluster-wide, must not stop the agent; and related types that are
+// not watched need no cluster-wide list or watch at all. The agent runs as
+// the chart's ServiceAccount; the chart's rules grant all verbs on Things,
+// Widgets and Gadgets but only get/create/update/patch/delete on Others,
+// and on Secrets only get/create/update/patch/delete outside the agent's
+// namespace. Widgets have related Secrets in the consumers' namespaces that
+// are watched (byOwner); Gadgets have related Secrets both ways, unwatched.
+// The Others and Widgets PublishedResources say which verbs on which
+// resource are missing, Things and Gadgets keep syncing (the Gadgets'
+// Secrets are read one by one, never listed), and granting the missing
+// verbs makes Others and Widgets run without a restart.
 func TestSyncForbiddenLocalType(t *testing.T) {
 	t.Parallel()
 	f := framework.NewFixture(t, testKcp)
@@ -53,9 +59,26 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
 				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
 			}},
+			Watch: &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
 		}}
 	})
 	framework.Must(t, svc.Client.Create(ctx, widgets), "create PublishedResource widgets")
+	svc.InstallCRD(t, framework.TestCRD("example.com", "Gadget", "v1"))
+	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
+			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
+			}},
+		}, {
+			Identifier: "token", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-token"},
+			}},
+		}}
+	})
+	framework.Must(t, svc.Client.Create(ctx, gadgets), "create PublishedResource gadgets")
 	createKcpKubeconfigSecret(t, svc, f.KcpKubeconfig)
 	objs := renderChart(t, chartRelease, map[string]any{
 		"apiExportEndpointSliceName": f.Export.Name,
@@ -66,15 +89,17 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"others"},
 				"verbs": []any{"get", "create", "update", "patch", "delete"}},
-			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"widgets"},
+			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"widgets", "gadgets"},
 				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"},
+				"verbs": []any{"get", "create", "update", "patch", "delete"}},
 		}},
 	})
 	applyObjects(t, svc.Client, objs)
 	agent := startAsDeployment(t, svc, objs)
 	agent.waitProbe(t, "readiness", agent.container.ReadinessProbe)
 
-	for _, name := range []string{"things", "others", "widgets"} {
+	for _, name := range []string{"things", "others", "widgets", "gadgets"} {
 		svc.WaitForPublishedResource(t, name, schemaTimeout, "ExportReady", exportReady)
 	}
 	exp, err := getExport(ctx, f.Org, f.Export.Name)
@@ -96,6 +121,7 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	if err := fullSync(ctx, svc.Client, consumer, "unaffected", syncTimeout); err != nil {
 		t.Fatalf("Things did not sync while Others lacks permissions: %v", err)
 	}
+	syncGadget(t, svc, consumer)
 
 	// The service owner grants the missing verbs.
 	grant := &rbacv1.ClusterRole{
@@ -127,4 +153,53 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	if agent.Exited() {
 		t.Errorf("the agent exited (code %d)", agent.ExitCode())
 	}
+}
+
+// syncGadget creates a Gadget and its kcp-origin token Secret in kcp and
+// the service-origin credentials Secret next to its local copy, and waits
+// until each Secret has its copy on the other side (names are templated
+// per side: g1-… in kcp, <local name>-… on the service cluster).
+func syncGadget(t *testing.T, svc *framework.ServiceCluster, consumer *framework.Workspace) {
+	t.Helper()
+	ctx := t.Context()
+	framework.WaitFor(t, syncTimeout, "gadgets SyncReady", func(ctx context.Context) (bool, error) {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		if err := svc.Client.Get(ctx, types.NamespacedName{Name: "gadgets"}, pr); err != nil {
+			return false, err
+		}
+		c := findCondition(pr, syncagentv1alpha1.ConditionSyncReady)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == syncagentv1alpha1.ReasonRunning, nil
+	})
+	token := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g1-token"}, Data: map[string][]byte{"token": []byte("t0ken")}}
+	framework.Must(t, consumer.Client.Create(ctx, token), "create the token Secret in kcp")
+	kcpGadget := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}
+	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpGadget, "default", "g1", map[string]any{"color": "red"})), "create a Gadget in kcp")
+	var local unstructured.Unstructured
+	framework.WaitFor(t, syncTimeout, "the Gadget's local copy", func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "GadgetList"})
+		err := svc.Client.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": consumer.ClusterName})
+		if err != nil || len(list.Items) != 1 {
+			return false, err
+		}
+		local = list.Items[0]
+		return true, nil
+	})
+	copied := &corev1.Secret{}
+	framework.WaitFor(t, syncTimeout, "the token Secret on the service cluster", func(ctx context.Context) (bool, error) {
+		err := svc.Client.Get(ctx, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName() + "-token"}, copied)
+		return err == nil && string(copied.Data["token"]) == "t0ken", ctrlruntimeclient.IgnoreNotFound(err)
+	})
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: local.GetNamespace(), Name: local.GetName() + "-credentials"},
+		Data: map[string][]byte{"password": []byte("s3cret")}}
+	framework.Must(t, svc.Client.Create(ctx, creds), "create the credentials Secret on the service cluster")
+	// Unwatched: the Gadget's next pass copies it (a change of the Gadget
+	// triggers one at once).
+	framework.Must(t, consumer.Client.Patch(ctx, newObject(kcpGadget, "default", "g1", nil),
+		ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"color":"blue"}}`))), "change the Gadget")
+	framework.WaitFor(t, syncTimeout, "the credentials Secret in kcp", func(ctx context.Context) (bool, error) {
+		got := &corev1.Secret{}
+		err := consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "g1-credentials"}, got)
+		return err == nil && string(got.Data["password"]) == "s3cret", ctrlruntimeclient.IgnoreNotFound(err)
+	})
 }

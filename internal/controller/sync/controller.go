@@ -18,13 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -112,8 +111,9 @@ type Options struct {
 
 	// RelatedTypes are the types of spec.related, index by index.
 	RelatedTypes []RelatedTypes
-	// RelatedService reads related objects through RelatedCache (all
-	// namespaces) and writes them.
+	// RelatedService writes related objects on the service cluster.
+	// Related types the controller watches are read from RelatedCache
+	// (whose informers the watches start), the others from ServiceReader.
 	RelatedService ctrlruntimeclient.Client
 	RelatedCache   cache.Cache
 
@@ -132,9 +132,10 @@ type Options struct {
 	// Informers counts the uses of the service-side informers; controllers
 	// that share caches share it.
 	Informers *SharedInformers
-	// Preflight, if set, runs first when the controller starts; its error
-	// is the controller's.
-	Preflight func(ctx context.Context) error
+	// Preflight, if set, runs first when the controller starts with the
+	// related service-side types the controller lists and watches
+	// cluster-wide (besides the local type); its error is the controller's.
+	Preflight func(ctx context.Context, watchedRelated []schema.GroupVersionResource) error
 }
 
 // RelatedTypes are the types of one related entry on both sides.
@@ -152,6 +153,9 @@ type Controller struct {
 	// synced is closed when the controller's service-side handlers have
 	// seen every object and its workers run.
 	synced chan struct{}
+	// watchedRelated are the related service-side types the controller
+	// lists and watches cluster-wide.
+	watchedRelated []schema.GroupVersionResource
 }
 
 // Engage routes the workspace's kcp events to the controller until ctx
@@ -190,7 +194,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 	}()
 	if c.opts.Preflight != nil {
-		if err := c.opts.Preflight(ctx); err != nil {
+		if err := c.opts.Preflight(ctx, c.watchedRelated); err != nil {
 			return err
 		}
 	}
@@ -229,21 +233,14 @@ type serviceType struct {
 	obj   ctrlruntimeclient.Object
 }
 
-// serviceTypes are the service-side informers the controller uses: the
-// local copies, the related types, and Namespaces (typed) if a
-// service-origin related entry finds its namespaces by selector.
+// serviceTypes are the service-side informers the controller uses: those
+// of its watches (the local copies, and the service-origin related types
+// with spec.related[].watch). Other related objects are read from the
+// server.
 func (c *Controller) serviceTypes() []serviceType {
-	out := []serviceType{{c.opts.LocalCache, typed(c.opts.LocalGVK)}}
-	for _, t := range c.opts.RelatedTypes {
-		out = append(out, serviceType{c.opts.RelatedCache, typed(t.Service.GVK)})
-	}
-	for _, rel := range c.opts.PublishedResource.Spec.Related {
-		if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace != nil && rel.Object.Namespace.Selector != nil {
-			ns := &corev1.Namespace{}
-			ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-			out = append(out, serviceType{c.opts.RelatedCache, ns})
-			break
-		}
+	out := make([]serviceType, 0, len(c.local))
+	for _, l := range c.local {
+		out = append(out, serviceType{l.cache, l.obj})
 	}
 	return out
 }
@@ -315,6 +312,19 @@ func New(opts Options) (*Controller, error) {
 		log:    log,
 		synced: make(chan struct{}),
 	}
+	kcpCached := sets.New[schema.GroupVersionKind]()
+	for _, w := range kcpWatches {
+		kcpCached.Insert(w.obj.GroupVersionKind())
+	}
+	serviceCached := sets.New[schema.GroupVersionKind]()
+	for _, t := range serviceWatched(entries) {
+		serviceCached.Insert(t.GVK)
+		c.watchedRelated = append(c.watchedRelated, t.GVR)
+	}
+	relatedService := opts.RelatedService
+	if relatedService != nil {
+		relatedService = routedReads{Client: opts.RelatedService, cache: opts.RelatedCache, live: opts.ServiceReader, cached: cacheTypes(serviceCached, false)}
+	}
 	r := &reconciler{
 		workspaces:      c.hub,
 		pr:              pr,
@@ -324,6 +334,7 @@ func New(opts Options) (*Controller, error) {
 		namespaceFilter: namespaceFilter,
 		log:             log,
 		prRecorder:      opts.Events,
+		kcpCached:       cacheTypes(kcpCached, true),
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
 		syncer: &syncer.Syncer{
@@ -339,7 +350,7 @@ func New(opts Options) (*Controller, error) {
 			SpecMutator:       specMutator,
 			StatusMutator:     statusMutator,
 			Related:           entries,
-			RelatedService:    opts.RelatedService,
+			RelatedService:    relatedService,
 		},
 	}
 
@@ -398,6 +409,10 @@ type reconciler struct {
 	log             logr.Logger
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
+	// kcpCached says which kcp types are read from the workspace cache:
+	// typed objects (Namespaces, LogicalClusters) and the types the
+	// controller watches in kcp; other related types are read from kcp.
+	kcpCached func(schema.GroupVersionKind, bool) bool
 
 	// waits and conflicts count the consecutive waiting passes and lost
 	// optimistic-lock races of each object.
@@ -456,9 +471,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
-	// Reads come from the workspace's cache (the provider's client reads
-	// unstructured objects live), writes go to the workspace.
-	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
+	// Reads of the watched types come from the workspace's cache, those of
+	// other related types from kcp (the provider's client reads
+	// unstructured objects live); writes go to the workspace.
+	kcpClient := routedReads{Client: cl.GetClient(), cache: cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}, live: cl.GetClient(), cached: r.kcpCached}
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -579,55 +595,6 @@ func failureMessage(kind string, req mcreconcile.Request, err error) string {
 		cause = "an API error: " + string(reason)
 	}
 	return fmt.Sprintf("Synchronizing %s %s in workspace %s failed with %s.", kind, objmeta.QualifiedName(req.Namespace, req.Name), req.ClusterName, cause)
-}
-
-// cachedReads is a client whose Get and List use a workspace cache.
-type cachedReads struct {
-	ctrlruntimeclient.Client
-	cache cache.Cache
-}
-
-func (c cachedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
-	if err := c.ensureInformer(ctx, obj); err != nil {
-		return err
-	}
-	return c.cache.Get(ctx, key, obj, opts...)
-}
-
-func (c cachedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
-	if err := c.ensureInformer(ctx, list); err != nil {
-		return err
-	}
-	return c.cache.List(ctx, list, opts...)
-}
-
-// ensureInformer starts the informer of the type explicitly and waits,
-// bounded by ctx, until it has synced. Reading through the provider's cache
-// without it would start the informer itself and wait for it without a
-// deadline (forever if the virtual workspace does not serve the type: a
-// claim that is missing). Unstructured types get an unstructured informer:
-// the wildcard cache would otherwise start a typed one for types its scheme
-// knows (ConfigMaps, Secrets) and then not find it.
-func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) error {
-	gvk, err := apiutil.GVKForObject(obj, c.Scheme())
-	if err != nil {
-		return err
-	}
-	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	var o ctrlruntimeclient.Object = typed(gvk)
-	if _, ok := obj.(runtime.Unstructured); !ok {
-		n, err := c.Scheme().New(gvk)
-		if err != nil {
-			return err
-		}
-		if o, ok = n.(ctrlruntimeclient.Object); !ok {
-			return fmt.Errorf("%s is not an object", gvk)
-		}
-	}
-	if _, err := c.cache.GetInformer(ctx, o); err != nil {
-		return fmt.Errorf("failed to read %s from the workspace cache: %w", gvk, err)
-	}
-	return nil
 }
 
 // matches applies spec.filter; the namespace filter is skipped for

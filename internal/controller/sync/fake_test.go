@@ -51,6 +51,13 @@ func (f *fakeInformers) informer(gvk schema.GroupVersionKind) *fakeInformer {
 	return inf
 }
 
+func (f *fakeInformers) has(gvk schema.GroupVersionKind) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.informers[gvk]
+	return ok
+}
+
 func (f *fakeInformers) GetInformer(_ context.Context, obj ctrlruntimeclient.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
 	return f.informer(obj.GetObjectKind().GroupVersionKind()), nil
 }

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -119,6 +120,22 @@ func localSources(opts Options, entries []*related.Entry) ([]*localSource, error
 		out = append(out, newLocalSource(opts.RelatedCache, typed(gvk), fanOut(fns)))
 	}
 	return out, nil
+}
+
+// serviceWatched are the service-side types of the service-origin entries
+// with a watch, once each, in spec order: the related types the controller
+// caches on the service cluster.
+func serviceWatched(entries []*related.Entry) []related.Type {
+	var out []related.Type
+	for _, e := range entries {
+		if e.Origin == related.SideKcp || e.Watch == nil || (e.Watch.ByOwner == nil && e.Watch.BySelector == nil) {
+			continue
+		}
+		if !slices.ContainsFunc(out, func(t related.Type) bool { return t.GVK == e.Service.GVK }) {
+			out = append(out, e.Service)
+		}
+	}
+	return out
 }
 
 // fanOut maps an event to what every fn maps the object's previous (nil

@@ -133,9 +133,9 @@ type reconciler struct {
 
 	// copiesCache holds the local copies.
 	copiesCache cache.Cache
-	// relatedCache holds related objects on the service cluster, in every
-	// namespace (the manager's cache has Secrets of one namespace only);
-	// relatedClient reads through it.
+	// relatedCache holds the related objects of watched types on the
+	// service cluster, in every namespace (the manager's cache has Secrets
+	// of one namespace only); relatedClient writes them.
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
@@ -246,18 +246,18 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err := mgr.Add(copiesCache); err != nil {
 		return err
 	}
+	// Related objects of watched types only (their watches start the
+	// informers); a read of another type fails instead of starting an
+	// informer, and the sync controllers read those from the server.
 	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields()})
+		DefaultTransform: cache.TransformStripManagedFields(), ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return fmt.Errorf("failed to create the related objects cache: %w", err)
 	}
 	if err := mgr.Add(relatedCache); err != nil {
 		return err
 	}
-	relatedClient, err := ctrlruntimeclient.New(mgr.GetConfig(), ctrlruntimeclient.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		Cache: &ctrlruntimeclient.CacheOptions{Reader: relatedCache, Unstructured: true},
-	})
+	relatedClient, err := ctrlruntimeclient.New(mgr.GetConfig(), ctrlruntimeclient.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return fmt.Errorf("failed to create the related objects client: %w", err)
 	}
@@ -718,10 +718,10 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			Events:            local.GetEventRecorderFor(syncctrl.ControllerName),
 			Informers:         r.informers,
 			// Without these permissions the controller's caches of local
-			// copies and related objects would wait for a sync that never
-			// comes.
-			Preflight: func(ctx context.Context) error {
-				err := checkAccess(ctx, r.review, serviceGVRs(localGVR, relatedTypes), cacheVerbs)
+			// copies and watched related objects would wait for a sync
+			// that never comes.
+			Preflight: func(ctx context.Context, watchedRelated []schema.GroupVersionResource) error {
+				err := checkAccess(ctx, r.review, serviceGVRs(localGVR, watchedRelated), cacheVerbs)
 				if access := (*accessError)(nil); err != nil && !errors.As(err, &access) {
 					// Another failure (a conversion webhook down, say): the
 					// controller starts anyway; its cache waits are bounded.
@@ -782,12 +782,13 @@ func (r *reconciler) syncCondition(pr *syncagentv1alpha1.PublishedResource, st S
 }
 
 // serviceGVRs are the service-side types a sync controller lists and
-// watches cluster-wide: the local type and the related types, once each.
-func serviceGVRs(local schema.GroupVersionResource, relatedTypes []syncctrl.RelatedTypes) []schema.GroupVersionResource {
+// watches cluster-wide: the local type and the watched related types, once
+// each.
+func serviceGVRs(local schema.GroupVersionResource, watchedRelated []schema.GroupVersionResource) []schema.GroupVersionResource {
 	out := []schema.GroupVersionResource{local}
-	for _, t := range relatedTypes {
-		if !slices.Contains(out, t.Service.GVR) {
-			out = append(out, t.Service.GVR)
+	for _, gvr := range watchedRelated {
+		if !slices.Contains(out, gvr) {
+			out = append(out, gvr)
 		}
 	}
 	return out

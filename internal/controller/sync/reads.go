@@ -1,0 +1,126 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// routedReads is a client that reads the types in cached from cache and
+// every other type from live, and writes through Client. The controller
+// caches only the types it watches (their informers run anyway): reading
+// one related object must not start an informer that holds every object of
+// its type in the whole service cluster or in every workspace of an
+// endpoint (all Secrets, say), nor need the permission to list and watch
+// them everywhere.
+type routedReads struct {
+	ctrlruntimeclient.Client
+	cache, live ctrlruntimeclient.Reader
+	// cached says whether objects of a type are read from cache (typed is
+	// false for unstructured objects).
+	cached func(gvk schema.GroupVersionKind, typed bool) bool
+}
+
+func (r routedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+	reader, err := r.reader(obj)
+	if err != nil {
+		return err
+	}
+	return reader.Get(ctx, key, obj, opts...)
+}
+
+func (r routedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
+	reader, err := r.reader(list)
+	if err != nil {
+		return err
+	}
+	return reader.List(ctx, list, opts...)
+}
+
+func (r routedReads) reader(obj runtime.Object) (ctrlruntimeclient.Reader, error) {
+	gvk, err := objectGVK(obj, r.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	_, unstructured := obj.(runtime.Unstructured)
+	if r.cached(gvk, !unstructured) {
+		return r.cache, nil
+	}
+	return r.live, nil
+}
+
+// cacheTypes returns a routedReads.cached that caches the types in
+// watched, and typed objects too if typed is set.
+func cacheTypes(watched sets.Set[schema.GroupVersionKind], typed bool) func(schema.GroupVersionKind, bool) bool {
+	return func(gvk schema.GroupVersionKind, isTyped bool) bool {
+		return (typed && isTyped) || watched.Has(gvk)
+	}
+}
+
+// objectGVK is the type of an object, or of the items of a list.
+func objectGVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionKind, error) {
+	gvk, err := apiutil.GVKForObject(obj, scheme)
+	if err != nil {
+		return gvk, err
+	}
+	if apimeta.IsListType(obj) {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	return gvk, nil
+}
+
+// cachedReads is a client whose Get and List use a workspace cache.
+type cachedReads struct {
+	ctrlruntimeclient.Client
+	cache cache.Cache
+}
+
+func (c cachedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+	if err := c.ensureInformer(ctx, obj); err != nil {
+		return err
+	}
+	return c.cache.Get(ctx, key, obj, opts...)
+}
+
+func (c cachedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
+	if err := c.ensureInformer(ctx, list); err != nil {
+		return err
+	}
+	return c.cache.List(ctx, list, opts...)
+}
+
+// ensureInformer starts the informer of the type explicitly and waits,
+// bounded by ctx, until it has synced. Reading through the provider's cache
+// without it would start the informer itself and wait for it without a
+// deadline (forever if the virtual workspace does not serve the type: a
+// claim that is missing). Unstructured types get an unstructured informer:
+// the wildcard cache would otherwise start a typed one for types its scheme
+// knows (ConfigMaps, Secrets) and then not find it.
+func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) error {
+	gvk, err := objectGVK(obj, c.Scheme())
+	if err != nil {
+		return err
+	}
+	var o ctrlruntimeclient.Object = typed(gvk)
+	if _, ok := obj.(runtime.Unstructured); !ok {
+		n, err := c.Scheme().New(gvk)
+		if err != nil {
+			return err
+		}
+		if o, ok = n.(ctrlruntimeclient.Object); !ok {
+			return fmt.Errorf("%s is not an object", gvk)
+		}
+	}
+	if _, err := c.cache.GetInformer(ctx, o); err != nil {
+		return fmt.Errorf("failed to read %s from the workspace cache: %w", gvk, err)
+	}
+	return nil
+}

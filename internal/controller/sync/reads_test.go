@@ -1,0 +1,122 @@
+package sync
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// namedReader records which reader served a read.
+type namedReader struct {
+	name string
+	got  *[]string
+}
+
+func (n namedReader) Get(context.Context, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+	*n.got = append(*n.got, n.name)
+	return nil
+}
+
+func (n namedReader) List(context.Context, ctrlruntimeclient.ObjectList, ...ctrlruntimeclient.ListOption) error {
+	*n.got = append(*n.got, n.name)
+	return nil
+}
+
+// TestRoutedReads: only the types a controller watches are read from its
+// caches; every other related type is read from the server, so that no
+// informer of all Secrets (of the service cluster, or of every workspace of
+// an endpoint) is started by a read.
+func TestRoutedReads(t *testing.T) {
+	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	configMap := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	unstructuredOf := func(gvk schema.GroupVersionKind) ctrlruntimeclient.Object { return typed(gvk) }
+	listOf := func(gvk schema.GroupVersionKind) ctrlruntimeclient.ObjectList {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		return l
+	}
+	watched := sets.New(thingGVK, configMap)
+	tests := []struct {
+		name  string
+		typed bool // typed objects from the cache (the kcp side)
+		read  func(ctrlruntimeclient.Reader) error
+		want  string
+	}{
+		{"service: an unwatched related type", false, func(r ctrlruntimeclient.Reader) error {
+			return r.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "s"}, unstructuredOf(secret))
+		}, "live"},
+		{"service: a list of an unwatched related type", false, func(r ctrlruntimeclient.Reader) error {
+			return r.List(t.Context(), listOf(secret), ctrlruntimeclient.InNamespace("ns"))
+		}, "live"},
+		{"service: a watched related type", false, func(r ctrlruntimeclient.Reader) error {
+			return r.Get(t.Context(), types.NamespacedName{Namespace: "ns", Name: "c"}, unstructuredOf(configMap))
+		}, "cache"},
+		{"service: a list of a watched related type", false, func(r ctrlruntimeclient.Reader) error {
+			return r.List(t.Context(), listOf(configMap))
+		}, "cache"},
+		{"service: Namespaces by selector", false, func(r ctrlruntimeclient.Reader) error {
+			return r.List(t.Context(), &corev1.NamespaceList{})
+		}, "live"},
+		{"kcp: the primary type", true, func(r ctrlruntimeclient.Reader) error {
+			return r.Get(t.Context(), types.NamespacedName{Namespace: "default", Name: "x"}, unstructuredOf(thingGVK))
+		}, "cache"},
+		{"kcp: an unwatched related type", true, func(r ctrlruntimeclient.Reader) error {
+			return r.Get(t.Context(), types.NamespacedName{Namespace: "default", Name: "s"}, unstructuredOf(secret))
+		}, "live"},
+		{"kcp: a typed Namespace", true, func(r ctrlruntimeclient.Reader) error {
+			return r.Get(t.Context(), types.NamespacedName{Name: "default"}, &corev1.Namespace{})
+		}, "cache"},
+		{"kcp: a typed list", true, func(r ctrlruntimeclient.Reader) error {
+			return r.List(t.Context(), &corev1.NamespaceList{})
+		}, "cache"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			r := routedReads{Client: fake.NewClientBuilder().Build(), cache: namedReader{"cache", &got}, live: namedReader{"live", &got},
+				cached: cacheTypes(watched, tt.typed)}
+			if err := tt.read(r); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, []string{tt.want}) {
+				t.Errorf("read from %v, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWatchedRelatedTypes: the preflight checks list and watch only on the
+// related types the controller watches on the service cluster.
+func TestWatchedRelatedTypes(t *testing.T) {
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	configMapGVK := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	opts := testOptions(t)
+	opts.LocalCache, opts.RelatedCache = newFakeInformers(), newFakeInformers()
+	specs := relatedSpecs()
+	// An unwatched service-origin Secret, and a second watched ConfigMap
+	// entry.
+	unwatched := specs[1]
+	unwatched.Identifier, unwatched.Kind, unwatched.Watch = "tls", "Secret", nil
+	second := specs[1]
+	second.Identifier = "config2"
+	opts.PublishedResource.Spec.Related = append(specs, unwatched, second)
+	secrets := RelatedTypes{Kcp: relatedType(secretGVK, "secrets"), Service: relatedType(secretGVK, "secrets")}
+	configMaps := RelatedTypes{Kcp: relatedType(configMapGVK, "configmaps"), Service: relatedType(configMapGVK, "configmaps")}
+	opts.RelatedTypes = []RelatedTypes{secrets, configMaps, secrets, configMaps}
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []schema.GroupVersionResource{configMaps.Service.GVR}
+	if !slices.Equal(c.watchedRelated, want) {
+		t.Errorf("watched related types %v, want %v", c.watchedRelated, want)
+	}
+}
