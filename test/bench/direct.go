@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -45,4 +47,20 @@ func (e *env) direct() {
 		return c.Delete(ctx, objectName(i), metav1.DeleteOptions{})
 	})
 	e.res.Phases["direct-delete"] = callPhase(start, done, calls)
+}
+
+// unrelated creates cfg.Unrelated Secrets of 1 KiB in the service
+// cluster's namespace unrelatedNamespace: a cluster's other tenants'
+// Secrets, which no PublishedResource names and the agent must not cache.
+func (e *env) unrelated() {
+	n := e.cfg.Unrelated
+	if n == 0 {
+		return
+	}
+	e.svc.CreateNamespace(e.t, unrelatedNamespace)
+	data := bytes.Repeat([]byte("x"), 1024)
+	_, _, _ = e.parallel(n, func(ctx context.Context, i int) error {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: unrelatedNamespace, Name: objectName(i)}, Data: map[string][]byte{"data": data}}
+		return e.svc.Client.Create(ctx, s)
+	})
 }

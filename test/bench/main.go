@@ -41,7 +41,11 @@ type config struct {
 	Objects    int  `json:"objects"`
 	Parallel   int  `json:"parallel"`
 	Related    bool `json:"related"`
-	Count      int  `json:"count"`
+	// Unrelated Secrets are created in the service cluster before the
+	// agent starts: objects no PublishedResource names, which the agent
+	// must not hold in memory.
+	Unrelated int `json:"unrelated,omitempty"`
+	Count     int `json:"count"`
 
 	Agent    string `json:"agent"`
 	Baseline string `json:"baseline,omitempty"`
@@ -83,6 +87,7 @@ func main() {
 	flag.IntVar(&cfg.Objects, "n", envInt("N", 2000), "objects in total, spread round-robin over the workspaces ($N)")
 	flag.IntVar(&cfg.Parallel, "p", envInt("P", 8), "parallel clients of the bench ($P)")
 	flag.BoolVar(&cfg.Related, "related", envBool("RELATED", false), "one related Secret per object, created in kcp and synced to the service cluster ($RELATED)")
+	flag.IntVar(&cfg.Unrelated, "unrelated", envInt("UNRELATED", 0), "Secrets (1 KiB each) created in the service cluster before the agent starts, which no PublishedResource names ($UNRELATED)")
 	flag.IntVar(&cfg.Count, "count", envInt("COUNT", 1), "repetitions per agent; runs alternate with the baseline ($COUNT)")
 	flag.StringVar(&cfg.Baseline, "baseline", os.Getenv("BASELINE_AGENT"), "absolute path of another agent binary to run the same scenario with ($BASELINE_AGENT)")
 	flag.IntVar(&cfg.ProfileSeconds, "cpu-profile", envInt("CPU_PROFILE", 0), "capture a CPU profile of our agent for this many seconds from the start of the create phase ($CPU_PROFILE; 0: off)")
@@ -99,8 +104,8 @@ func main() {
 		}
 		cfg.ScanObjects = append(cfg.ScanObjects, n)
 	}
-	if cfg.Workspaces < 1 || cfg.Objects < 1 || cfg.Parallel < 1 || cfg.Count < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -w, -n, -p and -count must be positive")
+	if cfg.Workspaces < 1 || cfg.Objects < 1 || cfg.Parallel < 1 || cfg.Count < 1 || cfg.Unrelated < 0 {
+		fmt.Fprintln(os.Stderr, "bench: -w, -n, -p and -count must be positive, -unrelated not negative")
 		os.Exit(2)
 	}
 	if cfg.Baseline != "" && !filepath.IsAbs(cfg.Baseline) {

@@ -304,8 +304,8 @@ func ratioString(r *float64) string {
 }
 
 func printTable(w io.Writer, cfg *config, rows []summaryRow) {
-	_, _ = fmt.Fprintf(w, "\nW=%d workspaces, N=%d objects, P=%d clients, related Secret: %v, %d run(s) per agent (median (min–max))\n",
-		cfg.Workspaces, cfg.Objects, cfg.Parallel, cfg.Related, cfg.Count)
+	_, _ = fmt.Fprintf(w, "\nW=%d workspaces, N=%d objects, P=%d clients, related Secret: %v, unrelated Secrets: %d, %d run(s) per agent (median (min–max))\n",
+		cfg.Workspaces, cfg.Objects, cfg.Parallel, cfg.Related, cfg.Unrelated, cfg.Count)
 	_, _ = fmt.Fprintf(w, "ours: %s\n", cfg.Agent)
 	if cfg.Baseline != "" {
 		_, _ = fmt.Fprintf(w, "baseline: %s\n", cfg.Baseline)

@@ -32,6 +32,8 @@ const (
 	exportName = "bench"
 	// kcpNamespace holds every object in each consumer workspace.
 	kcpNamespace = "default"
+	// unrelatedNamespace holds the Secrets of -unrelated.
+	unrelatedNamespace = "bench-unrelated"
 	// directNamespace holds the physical reference's objects.
 	directNamespace = "bench-direct"
 	// warmupName is the one object per workspace that proves the agent
@@ -149,6 +151,10 @@ func runScenario(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentU
 
 	logf("[%s] physical reference: %d creates, status updates, spec updates and deletes against the service kube-apiserver", name, cfg.Objects)
 	e.direct()
+	if cfg.Unrelated > 0 {
+		logf("[%s] %d unrelated Secrets in the service cluster", name, cfg.Unrelated)
+		e.unrelated()
+	}
 
 	e.startAgent()
 	e.waitExported()

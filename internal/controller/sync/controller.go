@@ -312,10 +312,6 @@ func New(opts Options) (*Controller, error) {
 		log:    log,
 		synced: make(chan struct{}),
 	}
-	kcpCached := sets.New[schema.GroupVersionKind]()
-	for _, w := range kcpWatches {
-		kcpCached.Insert(w.obj.GroupVersionKind())
-	}
 	serviceCached := sets.New[schema.GroupVersionKind]()
 	for _, t := range serviceWatched(entries) {
 		serviceCached.Insert(t.GVK)
@@ -323,7 +319,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	relatedService := opts.RelatedService
 	if relatedService != nil {
-		relatedService = routedReads{Client: opts.RelatedService, cache: opts.RelatedCache, live: opts.ServiceReader, cached: cacheTypes(serviceCached, false)}
+		relatedService = routedReads{Client: opts.RelatedService, cache: opts.RelatedCache, live: opts.ServiceReader, cached: serviceCached}
 	}
 	r := &reconciler{
 		workspaces:      c.hub,
@@ -334,7 +330,6 @@ func New(opts Options) (*Controller, error) {
 		namespaceFilter: namespaceFilter,
 		log:             log,
 		prRecorder:      opts.Events,
-		kcpCached:       cacheTypes(kcpCached, true),
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
 		syncer: &syncer.Syncer{
@@ -409,10 +404,6 @@ type reconciler struct {
 	log             logr.Logger
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
-	// kcpCached says which kcp types are read from the workspace cache:
-	// typed objects (Namespaces, LogicalClusters) and the types the
-	// controller watches in kcp; other related types are read from kcp.
-	kcpCached func(schema.GroupVersionKind, bool) bool
 
 	// waits and conflicts count the consecutive waiting passes and lost
 	// optimistic-lock races of each object.
@@ -471,10 +462,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
-	// Reads of the watched types come from the workspace's cache, those of
-	// other related types from kcp (the provider's client reads
-	// unstructured objects live); writes go to the workspace.
-	kcpClient := routedReads{Client: cl.GetClient(), cache: cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}, live: cl.GetClient(), cached: r.kcpCached}
+	// Reads come from the workspace's cache (related types too: a read
+	// through the virtual workspace per related object costs kcp far more,
+	// docs/performance.md), writes go to the workspace.
+	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {

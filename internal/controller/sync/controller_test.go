@@ -40,6 +40,12 @@ func TestFailureMessage(t *testing.T) {
 			want: "Synchronizing Thing default/db in workspace 1x2y failed with an API error: Invalid.",
 		},
 		{
+			name: "a related read the agent may not make (an unwatched type needs get, not list/watch)",
+			req:  req("default", "db"),
+			err:  fmt.Errorf("related \"creds\": %w", apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "db-creds", errors.New("no RBAC"))),
+			want: "Synchronizing Thing default/db in workspace 1x2y failed with an API error: Forbidden.",
+		},
+		{
 			name: "a refused adoption",
 			req:  req("default", "db"),
 			err:  fmt.Errorf("%w: Thing x/y", syncer.ErrConflict),

@@ -18,6 +18,9 @@ import (
 type SharedInformers struct {
 	mu    sync.Mutex
 	users map[informerKey]int
+	// removing holds, per informer being removed, a channel closed when
+	// its removal is done.
+	removing map[informerKey]chan struct{}
 }
 
 // informerKey: a cache has an unstructured and a typed informer per type.
@@ -33,27 +36,52 @@ func keyOf(c cache.Informers, obj ctrlruntimeclient.Object) informerKey {
 }
 
 // acquire counts a use of the informer of obj's type (obj carries its GVK).
+// If the informer is being removed, it waits for that first, so that the
+// caller never finds the informer that is about to go.
 func (s *SharedInformers) acquire(c cache.Informers, obj ctrlruntimeclient.Object) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.users == nil {
-		s.users = map[informerKey]int{}
+	k := keyOf(c, obj)
+	for {
+		s.mu.Lock()
+		if done, ok := s.removing[k]; ok {
+			s.mu.Unlock()
+			<-done
+			continue
+		}
+		if s.users == nil {
+			s.users = map[informerKey]int{}
+		}
+		s.users[k]++
+		s.mu.Unlock()
+		return
 	}
-	s.users[keyOf(c, obj)]++
 }
 
-// release drops a use; the last one removes the informer (which stops it:
-// no I/O, so the lock keeps an acquire from racing with the removal).
+// release drops a use; the last one removes the informer (which stops it).
+// The removal runs outside the lock: it can wait for the cache's own lock,
+// which the cache holds while it asks discovery for another type, and
+// meanwhile the uses of every other informer go on.
 func (s *SharedInformers) release(c cache.Informers, obj ctrlruntimeclient.Object) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	k := keyOf(c, obj)
+	s.mu.Lock()
 	s.users[k]--
 	if s.users[k] > 0 {
+		s.mu.Unlock()
 		return nil
 	}
 	delete(s.users, k)
-	if err := c.RemoveInformer(context.Background(), obj); err != nil {
+	if s.removing == nil {
+		s.removing = map[informerKey]chan struct{}{}
+	}
+	done := make(chan struct{})
+	s.removing[k] = done
+	s.mu.Unlock()
+
+	err := c.RemoveInformer(context.Background(), obj)
+	s.mu.Lock()
+	delete(s.removing, k)
+	close(done)
+	s.mu.Unlock()
+	if err != nil {
 		return fmt.Errorf("failed to remove the informer of %s: %w", k.gvk, err)
 	}
 	return nil

@@ -15,18 +15,16 @@ import (
 )
 
 // routedReads is a client that reads the types in cached from cache and
-// every other type from live, and writes through Client. The controller
-// caches only the types it watches (their informers run anyway): reading
-// one related object must not start an informer that holds every object of
-// its type in the whole service cluster or in every workspace of an
-// endpoint (all Secrets, say), nor need the permission to list and watch
-// them everywhere.
+// every other type from live, and writes through Client. On the service
+// cluster, the controller caches only the related types it watches (their
+// informers run anyway): reading one related object must not start an
+// informer that holds every object of its type in the whole cluster (all
+// Secrets, say), nor need the permission to list and watch them everywhere.
 type routedReads struct {
 	ctrlruntimeclient.Client
 	cache, live ctrlruntimeclient.Reader
-	// cached says whether objects of a type are read from cache (typed is
-	// false for unstructured objects).
-	cached func(gvk schema.GroupVersionKind, typed bool) bool
+	// cached are the types whose unstructured objects are read from cache.
+	cached sets.Set[schema.GroupVersionKind]
 }
 
 func (r routedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
@@ -50,19 +48,12 @@ func (r routedReads) reader(obj runtime.Object) (ctrlruntimeclient.Reader, error
 	if err != nil {
 		return nil, err
 	}
-	_, unstructured := obj.(runtime.Unstructured)
-	if r.cached(gvk, !unstructured) {
+	// The cache holds unstructured informers only (the watches'): a typed
+	// read would ask for an informer it does not have.
+	if _, unstructured := obj.(runtime.Unstructured); unstructured && r.cached.Has(gvk) {
 		return r.cache, nil
 	}
 	return r.live, nil
-}
-
-// cacheTypes returns a routedReads.cached that caches the types in
-// watched, and typed objects too if typed is set.
-func cacheTypes(watched sets.Set[schema.GroupVersionKind], typed bool) func(schema.GroupVersionKind, bool) bool {
-	return func(gvk schema.GroupVersionKind, isTyped bool) bool {
-		return (typed && isTyped) || watched.Has(gvk)
-	}
 }
 
 // objectGVK is the type of an object, or of the items of a list.

@@ -1,0 +1,72 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// slowRemoval is a cache whose RemoveInformer of Secrets waits for a gate
+// (the cache's lock held while it asks a slow discovery for another type).
+type slowRemoval struct {
+	*fakeInformers
+	gate, entered chan struct{}
+}
+
+func (s slowRemoval) RemoveInformer(ctx context.Context, obj ctrlruntimeclient.Object) error {
+	if obj.GetObjectKind().GroupVersionKind().Kind == "Secret" {
+		close(s.entered)
+		<-s.gate
+	}
+	return s.fakeInformers.RemoveInformer(ctx, obj)
+}
+
+// TestSharedInformersSlowRemoval: a removal that hangs blocks neither the
+// uses of other informers nor, once it is done, a new use of its own
+// informer, which then finds a fresh informer, never the removed one.
+func TestSharedInformersSlowRemoval(t *testing.T) {
+	shared := &SharedInformers{}
+	slow := slowRemoval{fakeInformers: newFakeInformers(), gate: make(chan struct{}), entered: make(chan struct{})}
+	secrets, configMaps := typed(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}), typed(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	shared.acquire(slow, secrets)
+	released := make(chan error, 1)
+	go func() { released <- shared.release(slow, secrets) }()
+	<-slow.entered
+
+	other := make(chan error, 1)
+	go func() {
+		shared.acquire(slow, configMaps)
+		other <- shared.release(slow, configMaps)
+	}()
+	select {
+	case err := <-other:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("another informer's use waited for a hanging removal")
+	}
+
+	again := make(chan struct{})
+	go func() {
+		shared.acquire(slow, secrets)
+		close(again)
+	}()
+	select {
+	case <-again:
+		t.Fatal("the informer being removed was acquired again before its removal ended")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(slow.gate)
+	if err := <-released; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-again:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the new use did not go on after the removal")
+	}
+}
