@@ -54,29 +54,18 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	svc.InstallCRD(t, framework.TestCRD("example.com", "Widget", "v1"))
 	widgets := publishedResource("widgets", "example.com", "Widget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
-			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
-			}},
-			Watch: &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
-		}}
+		credentials := relatedSecret("credentials", syncagentv1alpha1.RelatedResourceOriginService, "{{ .Object.metadata.name }}-credentials")
+		credentials.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{credentials}
 	})
 	framework.Must(t, svc.Client.Create(ctx, widgets), "create PublishedResource widgets")
 	svc.InstallCRD(t, framework.TestCRD("example.com", "Gadget", "v1"))
 	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
-			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-credentials"},
-			}},
-		}, {
-			Identifier: "token", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Template: &syncagentv1alpha1.TemplateExpression{Template: "{{ .Object.metadata.name }}-token"},
-			}},
-		}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{
+			relatedSecret("credentials", syncagentv1alpha1.RelatedResourceOriginService, "{{ .Object.metadata.name }}-credentials"),
+			relatedSecret("token", syncagentv1alpha1.RelatedResourceOriginKcp, "{{ .Object.metadata.name }}-token"),
+		}
 	})
 	framework.Must(t, svc.Client.Create(ctx, gadgets), "create PublishedResource gadgets")
 	createKcpKubeconfigSecret(t, svc, f.KcpKubeconfig)
@@ -152,6 +141,16 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 	})
 	if agent.Exited() {
 		t.Errorf("the agent exited (code %d)", agent.ExitCode())
+	}
+}
+
+// relatedSecret is a related Secret entry named by a template, without watch.
+func relatedSecret(identifier string, origin syncagentv1alpha1.RelatedResourceOrigin, template string) syncagentv1alpha1.RelatedResourceSpec {
+	return syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: identifier, Origin: origin, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+		Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+			Template: &syncagentv1alpha1.TemplateExpression{Template: template},
+		}},
 	}
 }
 
