@@ -109,6 +109,8 @@ func TestSyncCrashAndRestart(t *testing.T) {
 		return true, nil
 	})
 
+	converged(t, f, ws, thingsResource)
+
 	// ... and so are deletions: nothing stays stuck on its finalizer.
 	for _, w := range ws {
 		framework.Must(t, w.Client.DeleteAllOf(ctx, newObject(kcpThing, "", "", nil), ctrlruntimeclient.InNamespace("default")), "delete all Things")

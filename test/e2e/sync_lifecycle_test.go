@@ -317,6 +317,7 @@ func TestControllerRestartsLeaveNoGoroutines(t *testing.T) {
 	framework.WaitFor(t, time.Minute, fmt.Sprintf("goroutines back to the baseline of %v", baseline), func(context.Context) (bool, error) {
 		return metricValue(t, agent, "go_goroutines") <= baseline+15, nil
 	})
+	converged(t, f, ws, thingsResource)
 	agent.NoErrors(t)
 }
 
@@ -381,5 +382,6 @@ func TestCreateThenDeleteLeavesNothing(t *testing.T) {
 		}
 		return true, nil
 	})
+	converged(t, f, ws, thingsResource)
 	agent.NoErrors(t)
 }

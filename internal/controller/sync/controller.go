@@ -446,7 +446,26 @@ func waitBackoff(n int) time.Duration {
 	return backoff.Exponential(waitRetryMin, waitRetryMax, n-1)
 }
 
+// Reconcile syncs one kcp object. A pass cut off because the controller
+// stops (its context ended: the PublishedResource changed, the agent shuts
+// down or loses the lead) is no failure of the object: no error, no Event;
+// the next controller starts from a full list.
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	res, err := r.reconcile(ctx, req)
+	if stopping(ctx, err) {
+		return reconcile.Result{}, nil
+	}
+	return res, err
+}
+
+// stopping reports whether err comes from the end of the controller's
+// context run (not from a deadline of one request).
+func stopping(run context.Context, err error) bool {
+	return err != nil && run.Err() != nil && errors.Is(err, context.Canceled)
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok {
 		// The workspace is gone (unbound); nothing to do.
@@ -495,6 +514,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if r.pr.Spec.EnableWorkspacePaths {
 		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
+			if stopping(run, err) {
+				return reconcile.Result{}, err
+			}
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 			return reconcile.Result{}, err
@@ -506,6 +528,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		recorder.Event(o, eventType, reason, message)
 	}
 	res, err := s.Process(ctx, ws, obj)
+	if stopping(run, err) {
+		return reconcile.Result{}, err
+	}
 	if apierrors.IsConflict(err) {
 		// A write lost an optimistic-lock race (the cache had not seen a
 		// change yet; two primaries adding the finalizer to one related

@@ -1,0 +1,38 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+	"github.com/kcp-syncagent/api-syncagent/test/invariant"
+)
+
+// thingsResource is what thingsPR promises, for the invariant checker.
+var thingsResource = invariant.Resource{Name: "things", Kcp: kcpThing, Local: localThing, KcpNamespaced: true, Status: true}
+
+// converged waits until the invariant checker, reading both sides with
+// admin rights, finds no violation in the fixture's workspaces; on timeout
+// the test fails with every violation it last saw.
+func converged(t *testing.T, f *framework.Fixture, workspaces []*framework.Workspace, resources ...invariant.Resource) {
+	t.Helper()
+	c := &invariant.Checker{Service: f.Service.Client, AgentName: f.Export.Name + "-syncagent", AgentNamespace: framework.AgentNamespace, Resources: resources}
+	for _, w := range workspaces {
+		c.Workspaces = append(c.Workspaces, invariant.Workspace{Cluster: w.ClusterName, Client: w.Client})
+	}
+	framework.WaitFor(t, convergeTimeout, "both sides to agree", func(ctx context.Context) (bool, error) {
+		vs, err := c.Check(ctx)
+		if err != nil || len(vs) == 0 {
+			return err == nil, err
+		}
+		lines := make([]string, 0, len(vs))
+		for _, v := range vs {
+			lines = append(lines, v.String())
+		}
+		return false, fmt.Errorf("%d violation(s):\n%s", len(vs), strings.Join(lines, "\n"))
+	})
+}

@@ -1,0 +1,344 @@
+// Package invariant checks that kcp and the service cluster agree, as the
+// contract says they must once the agent has converged. It reads both sides
+// with the clients it is given (admin rights, never the agent's), knows the
+// contract's metadata by value (not from the agent's code, which it checks),
+// and reports every violation with the object, the expected and the seen
+// state. The soak (issue 14) runs it after quiescence; any e2e test can.
+package invariant
+
+import (
+	"context"
+	"crypto/sha1" //nolint:gosec // the contract fixes SHA-1 for the remote-object hash labels.
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The contract's metadata (§4.1, §4.3, §5).
+const (
+	labelCluster       = "syncagent.kcp.io/remote-object-cluster"
+	labelNameHash      = "syncagent.kcp.io/remote-object-name-hash"
+	labelNamespaceHash = "syncagent.kcp.io/remote-object-namespace-hash"
+	labelAgent         = "syncagent.kcp.io/agent-name"
+	labelState         = "syncagent.kcp.io/object-state"
+	annotationName     = "syncagent.kcp.io/remote-object-name"
+	annotationNS       = "syncagent.kcp.io/remote-object-namespace"
+	finalizer          = "syncagent.kcp.io/cleanup"
+)
+
+// Workspace is a consumer workspace: its logical cluster name and a client
+// into it.
+type Workspace struct {
+	Cluster string
+	Client  ctrlruntimeclient.Reader
+}
+
+// Resource is what one PublishedResource promises.
+type Resource struct {
+	// Name of the PublishedResource, for reports.
+	Name string
+	// Kcp and Local are the types on each side; KcpNamespaced tells
+	// whether kcp objects live in namespaces.
+	Kcp, Local    schema.GroupVersionKind
+	KcpNamespaced bool
+	// Status: the type has a status subresource, so kcp's status must
+	// equal the local copy's.
+	Status bool
+	// Spec maps a kcp object's spec to the spec its local copy must carry
+	// (the PublishedResource's spec mutations); nil: the same spec.
+	Spec func(kcp map[string]any) map[string]any
+	// ServiceOnly are the spec fields that the service side sets on local
+	// copies and kcp never has; they are left out of the comparison.
+	ServiceOnly []string
+	// Selected tells whether the PublishedResource syncs a kcp object (its
+	// filters); nil: every object.
+	Selected func(kcp *unstructured.Unstructured) bool
+}
+
+// Checker compares the workspaces with the service cluster.
+type Checker struct {
+	// Service reads the service cluster.
+	Service ctrlruntimeclient.Reader
+	// AgentName and AgentNamespace are the agent's name and the namespace
+	// of its state Secrets.
+	AgentName, AgentNamespace string
+	// Workspaces are every workspace that binds the export: objects of any
+	// other logical cluster are orphans.
+	Workspaces []Workspace
+	Resources  []Resource
+}
+
+// Violation is one broken invariant.
+type Violation struct {
+	// Rule names the invariant, Object the object ("cluster|namespace/name"
+	// for kcp objects, "namespace/name" on the service cluster).
+	Rule, Object   string
+	Expected, Seen string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s: %s: expected %s, seen %s", v.Rule, v.Object, v.Expected, v.Seen)
+}
+
+// The rules.
+const (
+	RuleOneCopy          = "one-local-copy"
+	RuleSpec             = "spec-down"
+	RuleSyncLabels       = "sync-labels"
+	RuleStatus           = "status-up"
+	RuleFinalizer        = "finalizer"
+	RuleStuckDeletion    = "no-stuck-deletion"
+	RuleOrphanCopy       = "no-orphan-copy"
+	RuleOrphanState      = "no-orphan-state"
+	RuleUnknownWorkspace = "no-unknown-workspace"
+)
+
+// primaryKey identifies a kcp object.
+type primaryKey struct {
+	cluster, namespace, name string
+}
+
+func (k primaryKey) String() string {
+	if k.namespace == "" {
+		return k.cluster + "|" + k.name
+	}
+	return k.cluster + "|" + k.namespace + "/" + k.name
+}
+
+// Check reads both sides and returns every violation, sorted by rule and
+// object. An error means a side could not be read (nothing was decided).
+func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
+	var out []Violation
+	// State Secrets name their primary by hashes only.
+	statePrimaries := map[string]bool{}
+	for _, r := range c.Resources {
+		vs, hashes, err := c.checkResource(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+		for h := range hashes {
+			statePrimaries[h] = true
+		}
+	}
+	vs, err := c.checkState(ctx, statePrimaries)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, vs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Rule != out[j].Rule {
+			return out[i].Rule < out[j].Rule
+		}
+		return out[i].Object < out[j].Object
+	})
+	return out, nil
+}
+
+// checkResource checks one PublishedResource's primaries and copies, and
+// returns the state keys (cluster|name hash|namespace hash) of its live
+// primaries.
+func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, map[string]bool, error) {
+	var out []Violation
+	known := map[string]bool{}
+	primaries := map[primaryKey]*unstructured.Unstructured{}
+	for _, ws := range c.Workspaces {
+		known[ws.Cluster] = true
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(r.Kcp.GroupVersion().WithKind(r.Kcp.Kind + "List"))
+		if err := ws.Client.List(ctx, list); err != nil {
+			return nil, nil, fmt.Errorf("failed to list %s in workspace %s: %w", r.Kcp.Kind, ws.Cluster, err)
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			primaries[primaryKey{ws.Cluster, o.GetNamespace(), o.GetName()}] = o
+		}
+	}
+	copies := &unstructured.UnstructuredList{}
+	copies.SetGroupVersionKind(r.Local.GroupVersion().WithKind(r.Local.Kind + "List"))
+	if err := c.Service.List(ctx, copies, ctrlruntimeclient.HasLabels{labelCluster}); err != nil {
+		return nil, nil, fmt.Errorf("failed to list the local %s: %w", r.Local.Kind, err)
+	}
+	byPrimary := map[primaryKey][]*unstructured.Unstructured{}
+	for i := range copies.Items {
+		cp := &copies.Items[i]
+		if owner := cp.GetLabels()[labelAgent]; owner != "" && owner != c.AgentName {
+			continue // another agent's
+		}
+		k := primaryKey{cp.GetLabels()[labelCluster], cp.GetAnnotations()[annotationNS], cp.GetAnnotations()[annotationName]}
+		byPrimary[k] = append(byPrimary[k], cp)
+	}
+
+	live := map[string]bool{}
+	for _, k := range sortedKeys(primaries) {
+		obj := primaries[k]
+		deleting := obj.GetDeletionTimestamp() != nil
+		hasFinalizer := slices.Contains(obj.GetFinalizers(), finalizer)
+		if deleting {
+			if hasFinalizer {
+				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + finalizer})
+			}
+			continue
+		}
+		if r.Selected != nil && !r.Selected(obj) {
+			continue
+		}
+		live[stateKey(k)] = true
+		if !hasFinalizer {
+			out = append(out, Violation{RuleFinalizer, k.String(), finalizer, fmt.Sprint(obj.GetFinalizers())})
+		}
+		cps := byPrimary[k]
+		if len(cps) != 1 {
+			out = append(out, Violation{RuleOneCopy, k.String(), "one " + r.Local.Kind, fmt.Sprintf("%d: %s", len(cps), names(cps))})
+			continue
+		}
+		out = append(out, c.checkCopy(r, k, obj, cps[0])...)
+	}
+	for _, k := range sortedKeys(byPrimary) {
+		if obj, ok := primaries[k]; ok && obj.GetDeletionTimestamp() == nil && (r.Selected == nil || r.Selected(obj)) {
+			continue
+		}
+		rule, why := RuleOrphanCopy, "no live kcp object"
+		if !known[k.cluster] {
+			rule, why = RuleUnknownWorkspace, "no bound workspace "+k.cluster
+		}
+		for _, cp := range byPrimary[k] {
+			out = append(out, Violation{rule, objectName(cp), "no copy of " + k.String(), "a copy (" + why + ")"})
+		}
+	}
+	return out, live, nil
+}
+
+// checkCopy compares a live primary with its only local copy.
+func (c *Checker) checkCopy(r Resource, k primaryKey, obj, cp *unstructured.Unstructured) []Violation {
+	var out []Violation
+	labels := cp.GetLabels()
+	want := map[string]string{labelCluster: k.cluster, labelNameHash: hash(k.name), labelAgent: c.AgentName}
+	if r.KcpNamespaced {
+		want[labelNamespaceHash] = hash(k.namespace)
+	}
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		if labels[key] != want[key] {
+			out = append(out, Violation{RuleSyncLabels, objectName(cp), key + "=" + want[key], key + "=" + labels[key]})
+		}
+	}
+
+	kcpSpec, _, _ := unstructured.NestedMap(obj.Object, "spec")
+	wantSpec := kcpSpec
+	if r.Spec != nil {
+		wantSpec = r.Spec(kcpSpec)
+	}
+	gotSpec, _, _ := unstructured.NestedMap(cp.Object, "spec")
+	gotSpec = without(gotSpec, r.ServiceOnly)
+	if !equality.Semantic.DeepEqual(emptyNil(wantSpec), emptyNil(gotSpec)) {
+		out = append(out, Violation{RuleSpec, objectName(cp) + " (of " + k.String() + ")", toJSON(wantSpec), toJSON(gotSpec)})
+	}
+	if r.Status {
+		kcpStatus, _, _ := unstructured.NestedMap(obj.Object, "status")
+		localStatus, _, _ := unstructured.NestedMap(cp.Object, "status")
+		if !equality.Semantic.DeepEqual(emptyNil(kcpStatus), emptyNil(localStatus)) {
+			out = append(out, Violation{RuleStatus, k.String(), toJSON(localStatus), toJSON(kcpStatus)})
+		}
+	}
+	return out
+}
+
+// checkState reports state Secrets of this agent whose primary is not a
+// live kcp object of any checked resource.
+func (c *Checker) checkState(ctx context.Context, live map[string]bool) ([]Violation, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+	if err := c.Service.List(ctx, list, ctrlruntimeclient.InNamespace(c.AgentNamespace), ctrlruntimeclient.MatchingLabels{labelState: "true"}); err != nil {
+		return nil, fmt.Errorf("failed to list the state Secrets: %w", err)
+	}
+	var out []Violation
+	for i := range list.Items {
+		s := &list.Items[i]
+		l := s.GetLabels()
+		if owner := l[labelAgent]; owner != "" && owner != c.AgentName {
+			continue
+		}
+		if !live[l[labelCluster]+"|"+l[labelNameHash]+"|"+l[labelNamespaceHash]] {
+			out = append(out, Violation{RuleOrphanState, objectName(s), "no state without a live kcp object", "a state Secret of cluster " + l[labelCluster]})
+		}
+	}
+	return out, nil
+}
+
+func stateKey(k primaryKey) string {
+	ns := ""
+	if k.namespace != "" {
+		ns = hash(k.namespace)
+	}
+	return k.cluster + "|" + hash(k.name) + "|" + ns
+}
+
+func hash(s string) string {
+	sum := sha1.Sum([]byte(s)) //nolint:gosec // see import.
+	return hex.EncodeToString(sum[:])
+}
+
+func objectName(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+func names(objs []*unstructured.Unstructured) string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, objectName(o))
+	}
+	slices.Sort(out)
+	return fmt.Sprint(out)
+}
+
+func without(m map[string]any, keys []string) map[string]any {
+	if len(keys) == 0 || m == nil {
+		return m
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if !slices.Contains(keys, k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// emptyNil treats a missing and an empty map alike.
+func emptyNil(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func toJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
+func sortedKeys[K interface {
+	comparable
+	String() string
+}, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

@@ -1,0 +1,183 @@
+package invariant
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+var (
+	kcpThing   = schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	localThing = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+)
+
+func object(gvk schema.GroupVersionKind, namespace, name string, spec map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	o.SetGroupVersionKind(gvk)
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
+
+// primary is a synced kcp Thing with our finalizer and a status.
+func primary(name string, spec map[string]any) *unstructured.Unstructured {
+	o := object(kcpThing, "default", name, spec)
+	o.SetFinalizers([]string{finalizer})
+	o.Object["status"] = map[string]any{"phase": "Ready"}
+	return o
+}
+
+// localCopy is the copy of primary name of workspace ws, as the contract
+// labels it.
+func localCopy(ws, name string, spec map[string]any) *unstructured.Unstructured {
+	o := object(localThing, ws, "copy-"+name, spec)
+	o.SetLabels(map[string]string{labelCluster: ws, labelNameHash: hash(name), labelNamespaceHash: hash("default"), labelAgent: "agent"})
+	o.SetAnnotations(map[string]string{annotationName: name, annotationNS: "default"})
+	o.Object["status"] = map[string]any{"phase": "Ready"}
+	return o
+}
+
+func state(ws, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
+	o.SetNamespace("kcp-system")
+	o.SetName("obj-state-" + ws + "-" + name)
+	o.SetLabels(map[string]string{labelState: "true", labelCluster: ws, labelNameHash: hash(name), labelNamespaceHash: hash("default"), labelAgent: "agent"})
+	return o
+}
+
+// world is a consistent state: two workspaces, one Thing each, synced
+// with a spec mutation (color → dark-color) and a service-only field.
+type world struct {
+	kcp     map[string][]ctrlruntimeclient.Object
+	service []ctrlruntimeclient.Object
+}
+
+func consistent() *world {
+	return &world{
+		kcp: map[string][]ctrlruntimeclient.Object{
+			"ws1": {primary("a", map[string]any{"color": "red"})},
+			"ws2": {primary("b", map[string]any{"color": "blue"})},
+		},
+		service: []ctrlruntimeclient.Object{
+			localCopy("ws1", "a", map[string]any{"color": "dark-red", "replicas": int64(3)}),
+			localCopy("ws2", "b", map[string]any{"color": "dark-blue"}),
+			state("ws1", "a"), state("ws2", "b"),
+		},
+	}
+}
+
+func (w *world) check(t *testing.T) []Violation {
+	t.Helper()
+	c := &Checker{
+		Service:   fake.NewClientBuilder().WithObjects(w.service...).Build(),
+		AgentName: "agent", AgentNamespace: "kcp-system",
+		Resources: []Resource{{
+			Name: "things", Kcp: kcpThing, Local: localThing, KcpNamespaced: true, Status: true,
+			Spec: func(kcp map[string]any) map[string]any {
+				out := map[string]any{}
+				for k, v := range kcp {
+					out[k] = v
+				}
+				if c, ok := out["color"].(string); ok {
+					out["color"] = "dark-" + c
+				}
+				return out
+			},
+			ServiceOnly: []string{"replicas"},
+			Selected:    func(o *unstructured.Unstructured) bool { return o.GetLabels()["skip"] == "" },
+		}},
+	}
+	for _, ws := range []string{"ws1", "ws2"} {
+		c.Workspaces = append(c.Workspaces, Workspace{Cluster: ws, Client: fake.NewClientBuilder().WithObjects(w.kcp[ws]...).Build()})
+	}
+	vs, err := c.Check(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func TestChecker(t *testing.T) {
+	deleting := func(o *unstructured.Unstructured) *unstructured.Unstructured {
+		o.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		return o
+	}
+	tests := []struct {
+		name   string
+		change func(w *world)
+		want   []string // "rule object" of every violation
+	}{
+		{name: "converged", change: func(*world) {}},
+		{name: "a copy is missing", change: func(w *world) { w.service = w.service[1:] },
+			want: []string{"one-local-copy ws1|default/a"}},
+		{name: "two copies", change: func(w *world) {
+			extra := localCopy("ws1", "a", map[string]any{"color": "dark-red"})
+			extra.SetName("second")
+			w.service = append(w.service, extra)
+		}, want: []string{"one-local-copy ws1|default/a"}},
+		{name: "a spec that did not arrive", change: func(w *world) {
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{primary("b", map[string]any{"color": "green"})}
+		}, want: []string{"spec-down ws2/copy-b (of ws2|default/b)"}},
+		{name: "a status that did not arrive", change: func(w *world) {
+			p := primary("b", map[string]any{"color": "blue"})
+			p.Object["status"] = map[string]any{"phase": "Pending"}
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{p}
+		}, want: []string{"status-up ws2|default/b"}},
+		{name: "a lost sync label", change: func(w *world) {
+			cp := localCopy("ws2", "b", map[string]any{"color": "dark-blue"})
+			labels := cp.GetLabels()
+			delete(labels, labelAgent)
+			cp.SetLabels(labels)
+			w.service[1] = cp
+		}, want: []string{"sync-labels ws2/copy-b"}},
+		{name: "a live primary without the finalizer", change: func(w *world) {
+			p := primary("b", map[string]any{"color": "blue"})
+			p.SetFinalizers(nil)
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{p}
+		}, want: []string{"finalizer ws2|default/b"}},
+		{name: "a deletion stuck on our finalizer, its copy and state left", change: func(w *world) {
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{deleting(primary("b", map[string]any{"color": "blue"}))}
+		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b", "no-stuck-deletion ws2|default/b"}},
+		{name: "a copy and state of a deleted object", change: func(w *world) { w.kcp["ws2"] = nil },
+			want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b"}},
+		{name: "a copy of a workspace that is not bound", change: func(w *world) {
+			w.service = append(w.service, localCopy("ws9", "z", nil))
+		}, want: []string{"no-unknown-workspace ws9/copy-z"}},
+		{name: "an object the filter leaves out keeps no copy", change: func(w *world) {
+			p := primary("b", map[string]any{"color": "blue"})
+			p.SetLabels(map[string]string{"skip": "yes"})
+			p.SetFinalizers(nil)
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{p}
+		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b"}},
+		{name: "another agent's copies are not ours to judge", change: func(w *world) {
+			other := localCopy("ws9", "z", nil)
+			labels := other.GetLabels()
+			labels[labelAgent] = "other"
+			other.SetLabels(labels)
+			w.service = append(w.service, other)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := consistent()
+			tt.change(w)
+			var got []string
+			for _, v := range w.check(t) {
+				got = append(got, v.Rule+" "+v.Object)
+				if v.Expected == "" || v.Seen == "" {
+					t.Errorf("violation %s says neither what was expected nor what was seen", v)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
