@@ -73,6 +73,17 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
 		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|agent log'
 
+# The soak (issue 14): seeded random operations and agent faults, then the
+# invariant checker. SEED replays a schedule, DURATION sets how long
+# operations run.
+SEED     ?=
+DURATION ?= 2m
+.PHONY: soak
+soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m).
+	mkdir -p $(ARTIFACTS)
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) \
+		go test -tags 'e2e soak' -count=1 -timeout 120m -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(ARTIFACTS)/soak.log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
+
 # The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, UNRELATED, BASELINE_AGENT,
 # CPU_PROFILE, MEMORY_SCAN and SCAN come from the environment or the make command
 # line; BENCH_ARGS passes extra flags (`$(BIN_DIR)/bench -h` lists them).
