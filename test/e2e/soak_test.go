@@ -16,14 +16,17 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+	"github.com/kcp-syncagent/api-syncagent/test/invariant"
 )
 
 // The soak's shape (issue 14, first part): W workspaces, a pool of object
@@ -64,6 +67,9 @@ func TestSoak(t *testing.T) {
 		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{Spec: []syncagentv1alpha1.ResourceMutation{
 			{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "spec.color", Pattern: "^(.*)$", Replacement: "dark-$1"}},
 		}}
+		token := relatedSecret("token", syncagentv1alpha1.RelatedResourceOriginKcp, "{{ .Object.metadata.name }}-token")
+		token.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{token}
 	})
 	leader := "--enable-leader-election=true"
 	f, ws, first := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
@@ -104,6 +110,7 @@ func TestSoak(t *testing.T) {
 	log.add("quiescence")
 	replicas.heal(log)
 	resource := thingsResource
+	resource.Related = []invariant.RelatedSecret{{Suffix: "-token"}}
 	resource.Spec = func(kcp map[string]any) map[string]any {
 		out := map[string]any{}
 		for k, v := range kcp {
@@ -186,15 +193,15 @@ func (c *soakClient) step(ctx context.Context) {
 	var op string
 	var err error
 	switch n := c.rnd.IntN(100); {
-	case n < 30:
+	case n < 25:
 		op = "create"
 		err = w.Client.Create(ctx, newObject(kcpThing, "default", name, map[string]any{"color": color}))
-	case n < 50:
+	case n < 40:
 		op = "update-spec"
 		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
 			return unstructured.SetNestedField(o.Object, color, "spec", "color")
 		})
-	case n < 60:
+	case n < 48:
 		op = "add-label"
 		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
 			labels := o.GetLabels()
@@ -205,7 +212,7 @@ func (c *soakClient) step(ctx context.Context) {
 			o.SetLabels(labels)
 			return nil
 		})
-	case n < 65:
+	case n < 52:
 		op = "remove-label"
 		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
 			labels := o.GetLabels()
@@ -213,10 +220,23 @@ func (c *soakClient) step(ctx context.Context) {
 			o.SetLabels(labels)
 			return nil
 		})
-	case n < 80:
+	case n < 65:
 		op = "delete"
 		err = w.Client.Delete(ctx, newObject(kcpThing, "default", name, nil))
-	case n < 92:
+	case n < 73:
+		op = "related-create"
+		err = c.createToken(ctx, w.Client, key, color)
+	case n < 80:
+		op = "related-update"
+		token := &corev1.Secret{}
+		if err = w.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name + "-token"}, token); err == nil {
+			token.Data = map[string][]byte{"token": []byte(color)}
+			err = w.Client.Update(ctx, token)
+		}
+	case n < 85:
+		op = "related-delete"
+		err = w.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-token"}})
+	case n < 95:
 		op = "local-status"
 		err = c.local(ctx, w, name, func(local *unstructured.Unstructured) error {
 			if err := unstructured.SetNestedField(local.Object, color, "status", "phase"); err != nil {
@@ -244,6 +264,22 @@ func (c *soakClient) step(ctx context.Context) {
 		result = "error: " + err.Error()
 	}
 	c.log.add("%s client=%d ws=%s %s color=%s: %s", op, c.id, w.ClusterName, name, color, result)
+}
+
+// createToken creates the related Secret of a primary, owned by it (the
+// entry watches by owner).
+func (c *soakClient) createToken(ctx context.Context, cl ctrlruntimeclient.Client, key types.NamespacedName, value string) error {
+	owner := newObject(kcpThing, key.Namespace, key.Name, nil)
+	if err := cl.Get(ctx, key, owner); err != nil {
+		return err
+	}
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-token", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: kcpThing.GroupVersion().String(), Kind: kcpThing.Kind, Name: owner.GetName(), UID: owner.GetUID(),
+		}}},
+		Data: map[string][]byte{"token": []byte(value)},
+	}
+	return cl.Create(ctx, token)
 }
 
 func (c *soakClient) update(ctx context.Context, cl ctrlruntimeclient.Client, key types.NamespacedName, change func(*unstructured.Unstructured) error) error {

@@ -15,8 +15,10 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,6 +63,16 @@ type Resource struct {
 	// Selected tells whether the PublishedResource syncs a kcp object (its
 	// filters); nil: every object.
 	Selected func(kcp *unstructured.Unstructured) bool
+	// Related are kcp-origin related Secrets named by a template
+	// `{{ .Object.metadata.name }}<Suffix>` on each side.
+	Related []RelatedSecret
+}
+
+// RelatedSecret is a kcp-origin related Secret entry whose source in kcp is
+// "<primary name><Suffix>" in the primary's namespace and whose copy is
+// "<local copy name><Suffix>" next to the local copy.
+type RelatedSecret struct {
+	Suffix string
 }
 
 // Checker compares the workspaces with the service cluster.
@@ -99,6 +111,8 @@ const (
 	RuleOrphanCopy       = "no-orphan-copy"
 	RuleOrphanState      = "no-orphan-state"
 	RuleUnknownWorkspace = "no-unknown-workspace"
+	RuleRelatedCopy      = "related-copy"
+	RuleRelatedStale     = "no-stale-related-copy"
 )
 
 // primaryKey identifies a kcp object.
@@ -201,7 +215,17 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 			continue
 		}
 		out = append(out, c.checkCopy(r, k, obj, cps[0])...)
+		vs, err := c.checkRelated(ctx, r, k, c.workspace(k.cluster), cps[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, vs...)
 	}
+	vs, err := c.checkStaleRelated(ctx, r, byPrimary, primaries)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, vs...)
 	for _, k := range sortedKeys(byPrimary) {
 		if obj, ok := primaries[k]; ok && obj.GetDeletionTimestamp() == nil && (r.Selected == nil || r.Selected(obj)) {
 			continue
@@ -249,6 +273,101 @@ func (c *Checker) checkCopy(r Resource, k primaryKey, obj, cp *unstructured.Unst
 		}
 	}
 	return out
+}
+
+func (c *Checker) workspace(cluster string) ctrlruntimeclient.Reader {
+	for _, ws := range c.Workspaces {
+		if ws.Cluster == cluster {
+			return ws.Client
+		}
+	}
+	return nil
+}
+
+func secret(namespace, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
+
+// checkRelated checks the related Secrets of a live primary with its copy:
+// a live source has our finalizer and a copy with its data; no source, no
+// copy.
+func (c *Checker) checkRelated(ctx context.Context, r Resource, k primaryKey, ws ctrlruntimeclient.Reader, cp *unstructured.Unstructured) ([]Violation, error) {
+	var out []Violation
+	for _, rel := range r.Related {
+		src := secret(k.namespace, k.name+rel.Suffix)
+		err := ws.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(src), src)
+		if apierrors.IsNotFound(err) {
+			src = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("failed to get related Secret %s of %s: %w", k.name+rel.Suffix, k, err)
+		}
+		dst := secret(cp.GetNamespace(), cp.GetName()+rel.Suffix)
+		err = c.Service.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dst), dst)
+		if apierrors.IsNotFound(err) {
+			dst = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("failed to get related copy %s: %w", objectName(dst), err)
+		}
+		name := k.String() + " " + rel.Suffix
+		switch {
+		case src == nil || src.GetDeletionTimestamp() != nil:
+			if dst != nil {
+				out = append(out, Violation{RuleRelatedStale, objectName(dst) + " (of " + name + ")", "no copy: the source is gone", "a copy"})
+			}
+		case dst == nil:
+			out = append(out, Violation{RuleRelatedCopy, name, "a copy " + cp.GetNamespace() + "/" + cp.GetName() + rel.Suffix, "none"})
+		default:
+			if !slices.Contains(src.GetFinalizers(), finalizer) {
+				out = append(out, Violation{RuleFinalizer, name, finalizer, fmt.Sprint(src.GetFinalizers())})
+			}
+			srcData, _, _ := unstructured.NestedMap(src.Object, "data")
+			dstData, _, _ := unstructured.NestedMap(dst.Object, "data")
+			if !equality.Semantic.DeepEqual(emptyNil(srcData), emptyNil(dstData)) {
+				out = append(out, Violation{RuleRelatedCopy, name, toJSON(srcData), toJSON(dstData)})
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkStaleRelated reports related copies (by their names) next to local
+// copies whose primary is gone, and copies of no local copy at all.
+func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary map[primaryKey][]*unstructured.Unstructured, primaries map[primaryKey]*unstructured.Unstructured) ([]Violation, error) {
+	if len(r.Related) == 0 {
+		return nil, nil
+	}
+	live := map[string]bool{} // namespace/name of the local copies of live primaries
+	namespaces := map[string]bool{}
+	for k, cps := range byPrimary {
+		for _, cp := range cps {
+			namespaces[cp.GetNamespace()] = true
+			if obj, ok := primaries[k]; ok && obj.GetDeletionTimestamp() == nil {
+				live[objectName(cp)] = true
+			}
+		}
+	}
+	var out []Violation
+	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		if err := c.Service.List(ctx, list, ctrlruntimeclient.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("failed to list the Secrets of %s: %w", ns, err)
+		}
+		for i := range list.Items {
+			s := &list.Items[i]
+			for _, rel := range r.Related {
+				owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
+				if ok && !live[ns+"/"+owner] {
+					out = append(out, Violation{RuleRelatedStale, objectName(s), "no related copy without a live primary", "a copy"})
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // checkState reports state Secrets of this agent whose primary is not a

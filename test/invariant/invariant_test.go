@@ -43,6 +43,21 @@ func localCopy(ws, name string, spec map[string]any) *unstructured.Unstructured 
 	return o
 }
 
+// relatedSource is the kcp-origin related Secret of primary name.
+func relatedSource(name, data string) *unstructured.Unstructured {
+	o := secret("default", name+"-secret")
+	o.SetFinalizers([]string{finalizer})
+	o.Object["data"] = map[string]any{"token": data}
+	return o
+}
+
+// relatedCopy is its copy next to the local copy of name in ws.
+func relatedCopy(ws, name, data string) *unstructured.Unstructured {
+	o := secret(ws, "copy-"+name+"-secret")
+	o.Object["data"] = map[string]any{"token": data}
+	return o
+}
+
 func state(ws, name string) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{}
 	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
@@ -62,13 +77,14 @@ type world struct {
 func consistent() *world {
 	return &world{
 		kcp: map[string][]ctrlruntimeclient.Object{
-			"ws1": {primary("a", map[string]any{"color": "red"})},
+			"ws1": {primary("a", map[string]any{"color": "red"}), relatedSource("a", "dG9rZW4=")},
 			"ws2": {primary("b", map[string]any{"color": "blue"})},
 		},
 		service: []ctrlruntimeclient.Object{
 			localCopy("ws1", "a", map[string]any{"color": "dark-red", "replicas": int64(3)}),
 			localCopy("ws2", "b", map[string]any{"color": "dark-blue"}),
 			state("ws1", "a"), state("ws2", "b"),
+			relatedCopy("ws1", "a", "dG9rZW4="),
 		},
 	}
 }
@@ -92,6 +108,7 @@ func (w *world) check(t *testing.T) []Violation {
 			},
 			ServiceOnly: []string{"replicas"},
 			Selected:    func(o *unstructured.Unstructured) bool { return o.GetLabels()["skip"] == "" },
+			Related:     []RelatedSecret{{Suffix: "-secret"}},
 		}},
 	}
 	for _, ws := range []string{"ws1", "ws2"} {
@@ -156,6 +173,20 @@ func TestChecker(t *testing.T) {
 			p.SetFinalizers(nil)
 			w.kcp["ws2"] = []ctrlruntimeclient.Object{p}
 		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b"}},
+		{name: "a related copy is missing", change: func(w *world) { w.service = w.service[:len(w.service)-1] },
+			want: []string{"related-copy ws1|default/a -secret"}},
+		{name: "a related copy with old data", change: func(w *world) {
+			w.service[len(w.service)-1] = relatedCopy("ws1", "a", "b2xk")
+		}, want: []string{"related-copy ws1|default/a -secret"}},
+		{name: "a related source without the finalizer", change: func(w *world) {
+			src := relatedSource("a", "dG9rZW4=")
+			src.SetFinalizers(nil)
+			w.kcp["ws1"][1] = src
+		}, want: []string{"finalizer ws1|default/a -secret"}},
+		{name: "a related copy whose source is gone", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][:1] },
+			want: []string{"no-stale-related-copy ws1/copy-a-secret (of ws1|default/a -secret)"}},
+		{name: "a related copy of a deleted primary", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][1:] },
+			want: []string{"no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/obj-state-ws1-a", "no-stale-related-copy ws1/copy-a-secret"}},
 		{name: "another agent's copies are not ours to judge", change: func(w *world) {
 			other := localCopy("ws9", "z", nil)
 			labels := other.GetLabels()
