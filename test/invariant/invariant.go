@@ -61,19 +61,46 @@ type Resource struct {
 	// copies and kcp never has; they are left out of the comparison.
 	ServiceOnly []string
 	// Selected tells whether the PublishedResource syncs a kcp object (its
-	// filters); nil: every object.
+	// filters); nil: every object. An object left out that still carries
+	// our finalizer was synced before: it keeps its copy (which is no
+	// longer compared) and the finalizer (contract §6.9).
 	Selected func(kcp *unstructured.Unstructured) bool
-	// Related are kcp-origin related Secrets named by a template
+	// Related are related Secrets named by a template
 	// `{{ .Object.metadata.name }}<Suffix>` on each side.
 	Related []RelatedSecret
+	// CopiedLabels are kcp label keys that the local copy must carry with
+	// kcp's value, or not at all when the kcp object has none.
+	CopiedLabels []string
+	// Service tells what the service side set on a local copy that the
+	// sync must leave alone: labels, and values of ServiceOnly spec fields.
+	// nil: nothing.
+	Service func(cp *unstructured.Unstructured) (labels map[string]string, spec map[string]any)
+	// Kept are kcp objects whose local copy, state and related copies may
+	// outlive them: they were deleted while their PublishedResource was
+	// deleted, which releases objects and keeps copies (contract §6.7).
+	Kept map[Key]bool
+	// Conditions: the PublishedResource Name must say that it syncs
+	// (Ready=True, SyncReady=True/Running).
+	Conditions bool
 }
 
-// RelatedSecret is a kcp-origin related Secret entry whose source in kcp is
-// "<primary name><Suffix>" in the primary's namespace and whose copy is
-// "<local copy name><Suffix>" next to the local copy.
+// Key names a kcp object; Namespace is empty for cluster-scoped ones.
+type Key struct {
+	Cluster, Namespace, Name string
+}
+
+// RelatedSecret is a related Secret entry. Origin kcp (the default): the
+// source in kcp is "<primary name><Suffix>" in the primary's namespace and
+// its copy is "<local copy name><Suffix>" next to the local copy. Origin
+// service: the other way round; a service-origin copy in kcp stays when its
+// source goes (contract §6.13), so only sources are checked.
 type RelatedSecret struct {
 	Suffix string
+	Origin string
 }
+
+// OriginService is RelatedSecret.Origin for service-origin entries.
+const OriginService = "service"
 
 // Checker compares the workspaces with the service cluster.
 type Checker struct {
@@ -113,18 +140,15 @@ const (
 	RuleUnknownWorkspace = "no-unknown-workspace"
 	RuleRelatedCopy      = "related-copy"
 	RuleRelatedStale     = "no-stale-related-copy"
+	RuleServiceKept      = "service-fields-kept"
+	RuleConditions       = "conditions-true"
 )
 
-// primaryKey identifies a kcp object.
-type primaryKey struct {
-	cluster, namespace, name string
-}
-
-func (k primaryKey) String() string {
-	if k.namespace == "" {
-		return k.cluster + "|" + k.name
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Cluster + "|" + k.Name
 	}
-	return k.cluster + "|" + k.namespace + "/" + k.name
+	return k.Cluster + "|" + k.Namespace + "/" + k.Name
 }
 
 // Check reads both sides and returns every violation, sorted by rule and
@@ -143,7 +167,12 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 			statePrimaries[h] = true
 		}
 	}
-	vs, err := c.checkState(ctx, statePrimaries)
+	vs, err := c.checkConditions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, vs...)
+	vs, err = c.checkState(ctx, statePrimaries)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +192,7 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, map[string]bool, error) {
 	var out []Violation
 	known := map[string]bool{}
-	primaries := map[primaryKey]*unstructured.Unstructured{}
+	primaries := map[Key]*unstructured.Unstructured{}
 	for _, ws := range c.Workspaces {
 		known[ws.Cluster] = true
 		list := &unstructured.UnstructuredList{}
@@ -173,7 +202,7 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			primaries[primaryKey{ws.Cluster, o.GetNamespace(), o.GetName()}] = o
+			primaries[Key{ws.Cluster, o.GetNamespace(), o.GetName()}] = o
 		}
 	}
 	copies := &unstructured.UnstructuredList{}
@@ -181,41 +210,46 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	if err := c.Service.List(ctx, copies, ctrlruntimeclient.HasLabels{labelCluster}); err != nil {
 		return nil, nil, fmt.Errorf("failed to list the local %s: %w", r.Local.Kind, err)
 	}
-	byPrimary := map[primaryKey][]*unstructured.Unstructured{}
+	byPrimary := map[Key][]*unstructured.Unstructured{}
 	for i := range copies.Items {
 		cp := &copies.Items[i]
 		if owner := cp.GetLabels()[labelAgent]; owner != "" && owner != c.AgentName {
 			continue // another agent's
 		}
-		k := primaryKey{cp.GetLabels()[labelCluster], cp.GetAnnotations()[annotationNS], cp.GetAnnotations()[annotationName]}
+		k := Key{cp.GetLabels()[labelCluster], cp.GetAnnotations()[annotationNS], cp.GetAnnotations()[annotationName]}
 		byPrimary[k] = append(byPrimary[k], cp)
 	}
 
 	live := map[string]bool{}
 	for _, k := range sortedKeys(primaries) {
 		obj := primaries[k]
-		deleting := obj.GetDeletionTimestamp() != nil
 		hasFinalizer := slices.Contains(obj.GetFinalizers(), finalizer)
-		if deleting {
+		if obj.GetDeletionTimestamp() != nil {
 			if hasFinalizer {
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + finalizer})
 			}
 			continue
 		}
+		cps := byPrimary[k]
 		if r.Selected != nil && !r.Selected(obj) {
+			if hasFinalizer { // synced before: the copy and its state stay, unsynced
+				live[stateKey(k)] = true
+				if len(cps) > 1 {
+					out = append(out, Violation{RuleOneCopy, k.String(), "at most one " + r.Local.Kind + " (filtered out)", fmt.Sprintf("%d: %s", len(cps), names(cps))})
+				}
+			}
 			continue
 		}
 		live[stateKey(k)] = true
 		if !hasFinalizer {
 			out = append(out, Violation{RuleFinalizer, k.String(), finalizer, fmt.Sprint(obj.GetFinalizers())})
 		}
-		cps := byPrimary[k]
 		if len(cps) != 1 {
 			out = append(out, Violation{RuleOneCopy, k.String(), "one " + r.Local.Kind, fmt.Sprintf("%d: %s", len(cps), names(cps))})
 			continue
 		}
 		out = append(out, c.checkCopy(r, k, obj, cps[0])...)
-		vs, err := c.checkRelated(ctx, r, k, c.workspace(k.cluster), cps[0])
+		vs, err := c.checkRelated(ctx, r, k, c.workspace(k.Cluster), cps[0])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -227,12 +261,16 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	}
 	out = append(out, vs...)
 	for _, k := range sortedKeys(byPrimary) {
-		if obj, ok := primaries[k]; ok && obj.GetDeletionTimestamp() == nil && (r.Selected == nil || r.Selected(obj)) {
+		if r.copyAllowed(primaries[k]) {
 			continue
 		}
 		rule, why := RuleOrphanCopy, "no live kcp object"
-		if !known[k.cluster] {
-			rule, why = RuleUnknownWorkspace, "no bound workspace "+k.cluster
+		switch {
+		case !known[k.Cluster]:
+			rule, why = RuleUnknownWorkspace, "no bound workspace "+k.Cluster
+		case r.Kept[k]:
+			live[stateKey(k)] = true // released with its PublishedResource: copy and state stay
+			continue
 		}
 		for _, cp := range byPrimary[k] {
 			out = append(out, Violation{rule, objectName(cp), "no copy of " + k.String(), "a copy (" + why + ")"})
@@ -241,17 +279,43 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	return out, live, nil
 }
 
+// copyAllowed tells whether a kcp object (nil: none) may have a local copy:
+// it lives and is selected, or was synced before the filter left it out.
+func (r Resource) copyAllowed(obj *unstructured.Unstructured) bool {
+	if obj == nil || obj.GetDeletionTimestamp() != nil {
+		return false
+	}
+	return r.Selected == nil || r.Selected(obj) || slices.Contains(obj.GetFinalizers(), finalizer)
+}
+
 // checkCopy compares a live primary with its only local copy.
-func (c *Checker) checkCopy(r Resource, k primaryKey, obj, cp *unstructured.Unstructured) []Violation {
+func (c *Checker) checkCopy(r Resource, k Key, obj, cp *unstructured.Unstructured) []Violation {
 	var out []Violation
 	labels := cp.GetLabels()
-	want := map[string]string{labelCluster: k.cluster, labelNameHash: hash(k.name), labelAgent: c.AgentName}
+	want := map[string]string{labelCluster: k.Cluster, labelNameHash: hash(k.Name), labelAgent: c.AgentName}
 	if r.KcpNamespaced {
-		want[labelNamespaceHash] = hash(k.namespace)
+		want[labelNamespaceHash] = hash(k.Namespace)
+	}
+	for _, key := range r.CopiedLabels {
+		want[key] = obj.GetLabels()[key]
 	}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
 		if labels[key] != want[key] {
 			out = append(out, Violation{RuleSyncLabels, objectName(cp), key + "=" + want[key], key + "=" + labels[key]})
+		}
+	}
+	if r.Service != nil {
+		setLabels, setSpec := r.Service(cp)
+		for _, key := range slices.Sorted(maps.Keys(setLabels)) {
+			if labels[key] != setLabels[key] {
+				out = append(out, Violation{RuleServiceKept, objectName(cp), "label " + key + "=" + setLabels[key], "label " + key + "=" + labels[key]})
+			}
+		}
+		spec, _, _ := unstructured.NestedMap(cp.Object, "spec")
+		for _, key := range slices.Sorted(maps.Keys(setSpec)) {
+			if !equality.Semantic.DeepEqual(spec[key], setSpec[key]) {
+				out = append(out, Violation{RuleServiceKept, objectName(cp), "spec." + key + "=" + toJSON(setSpec[key]), "spec." + key + "=" + toJSON(spec[key])})
+			}
 		}
 	}
 
@@ -295,33 +359,31 @@ func secret(namespace, name string) *unstructured.Unstructured {
 // checkRelated checks the related Secrets of a live primary with its copy:
 // a live source has our finalizer and a copy with its data; no source, no
 // copy.
-func (c *Checker) checkRelated(ctx context.Context, r Resource, k primaryKey, ws ctrlruntimeclient.Reader, cp *unstructured.Unstructured) ([]Violation, error) {
+func (c *Checker) checkRelated(ctx context.Context, r Resource, k Key, ws ctrlruntimeclient.Reader, cp *unstructured.Unstructured) ([]Violation, error) {
 	var out []Violation
 	for _, rel := range r.Related {
-		src := secret(k.namespace, k.name+rel.Suffix)
-		err := ws.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(src), src)
-		if apierrors.IsNotFound(err) {
-			src = nil
-		} else if err != nil {
-			return nil, fmt.Errorf("failed to get related Secret %s of %s: %w", k.name+rel.Suffix, k, err)
+		inKcp, err := getOrNil(ctx, ws, secret(k.Namespace, k.Name+rel.Suffix))
+		if err != nil {
+			return nil, fmt.Errorf("failed to get related Secret %s of %s: %w", k.Name+rel.Suffix, k, err)
 		}
-		dst := secret(cp.GetNamespace(), cp.GetName()+rel.Suffix)
-		err = c.Service.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dst), dst)
-		if apierrors.IsNotFound(err) {
-			dst = nil
-		} else if err != nil {
-			return nil, fmt.Errorf("failed to get related copy %s: %w", objectName(dst), err)
+		local, err := getOrNil(ctx, c.Service, secret(cp.GetNamespace(), cp.GetName()+rel.Suffix))
+		if err != nil {
+			return nil, fmt.Errorf("failed to get related Secret %s/%s: %w", cp.GetNamespace(), cp.GetName()+rel.Suffix, err)
 		}
 		name := k.String() + " " + rel.Suffix
+		src, dst, dstName := inKcp, local, cp.GetNamespace()+"/"+cp.GetName()+rel.Suffix
+		if rel.Origin == OriginService {
+			src, dst, dstName = local, inKcp, k.String()+rel.Suffix
+		}
 		switch {
 		case src == nil || src.GetDeletionTimestamp() != nil:
-			if dst != nil {
+			if dst != nil && rel.Origin != OriginService {
 				out = append(out, Violation{RuleRelatedStale, objectName(dst) + " (of " + name + ")", "no copy: the source is gone", "a copy"})
 			}
 		case dst == nil:
-			out = append(out, Violation{RuleRelatedCopy, name, "a copy " + cp.GetNamespace() + "/" + cp.GetName() + rel.Suffix, "none"})
+			out = append(out, Violation{RuleRelatedCopy, name, "a copy " + dstName, "none"})
 		default:
-			if !slices.Contains(src.GetFinalizers(), finalizer) {
+			if rel.Origin != OriginService && !slices.Contains(src.GetFinalizers(), finalizer) {
 				out = append(out, Violation{RuleFinalizer, name, finalizer, fmt.Sprint(src.GetFinalizers())})
 			}
 			srcData, _, _ := unstructured.NestedMap(src.Object, "data")
@@ -334,9 +396,18 @@ func (c *Checker) checkRelated(ctx context.Context, r Resource, k primaryKey, ws
 	return out, nil
 }
 
+// getOrNil reads obj; nil when it does not exist.
+func getOrNil(ctx context.Context, c ctrlruntimeclient.Reader, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	err := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
 // checkStaleRelated reports related copies (by their names) next to local
 // copies whose primary is gone, and copies of no local copy at all.
-func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary map[primaryKey][]*unstructured.Unstructured, primaries map[primaryKey]*unstructured.Unstructured) ([]Violation, error) {
+func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary map[Key][]*unstructured.Unstructured, primaries map[Key]*unstructured.Unstructured) ([]Violation, error) {
 	if len(r.Related) == 0 {
 		return nil, nil
 	}
@@ -345,7 +416,7 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 	for k, cps := range byPrimary {
 		for _, cp := range cps {
 			namespaces[cp.GetNamespace()] = true
-			if obj, ok := primaries[k]; ok && obj.GetDeletionTimestamp() == nil {
+			if r.copyAllowed(primaries[k]) || r.Kept[k] {
 				live[objectName(cp)] = true
 			}
 		}
@@ -361,9 +432,40 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 			s := &list.Items[i]
 			for _, rel := range r.Related {
 				owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
-				if ok && !live[ns+"/"+owner] {
+				if ok && rel.Origin != OriginService && !live[ns+"/"+owner] {
 					out = append(out, Violation{RuleRelatedStale, objectName(s), "no related copy without a live primary", "a copy"})
 				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkConditions reports PublishedResources that do not say they sync
+// (Resource.Conditions).
+func (c *Checker) checkConditions(ctx context.Context) ([]Violation, error) {
+	var out []Violation
+	for _, r := range c.Resources {
+		if !r.Conditions {
+			continue
+		}
+		pr := &unstructured.Unstructured{}
+		pr.SetGroupVersionKind(schema.GroupVersionKind{Group: "syncagent.kcp.io", Version: "v1alpha1", Kind: "PublishedResource"})
+		if err := c.Service.Get(ctx, ctrlruntimeclient.ObjectKey{Name: r.Name}, pr); err != nil {
+			return nil, fmt.Errorf("failed to get PublishedResource %s: %w", r.Name, err)
+		}
+		conditions, _, _ := unstructured.NestedSlice(pr.Object, "status", "conditions")
+		seen := map[string]string{}
+		for _, item := range conditions {
+			cond, _ := item.(map[string]any)
+			t, _ := cond["type"].(string)
+			status, _ := cond["status"].(string)
+			reason, _ := cond["reason"].(string)
+			seen[t] = status + "/" + reason
+		}
+		for _, want := range [][2]string{{"Ready", "True"}, {"SyncReady", "True/Running"}} {
+			if got := seen[want[0]]; got != want[1] && !strings.HasPrefix(got, want[1]+"/") {
+				out = append(out, Violation{RuleConditions, "PublishedResource " + r.Name, want[0] + "=" + want[1], want[0] + "=" + got})
 			}
 		}
 	}
@@ -392,12 +494,12 @@ func (c *Checker) checkState(ctx context.Context, live map[string]bool) ([]Viola
 	return out, nil
 }
 
-func stateKey(k primaryKey) string {
+func stateKey(k Key) string {
 	ns := ""
-	if k.namespace != "" {
-		ns = hash(k.namespace)
+	if k.Namespace != "" {
+		ns = hash(k.Namespace)
 	}
-	return k.cluster + "|" + hash(k.name) + "|" + ns
+	return k.Cluster + "|" + hash(k.Name) + "|" + ns
 }
 
 func hash(s string) string {

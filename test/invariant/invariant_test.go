@@ -1,6 +1,7 @@
 package invariant
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,20 @@ func localCopy(ws, name string, spec map[string]any) *unstructured.Unstructured 
 	return o
 }
 
+// publishedResource is the PublishedResource things with its conditions.
+func publishedResource(ready, syncReady string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Group: "syncagent.kcp.io", Version: "v1alpha1", Kind: "PublishedResource"})
+	o.SetName("things")
+	var conditions []any
+	for _, c := range [][2]string{{"Ready", ready}, {"SyncReady", syncReady}} {
+		status, reason, _ := strings.Cut(c[1], "/")
+		conditions = append(conditions, map[string]any{"type": c[0], "status": status, "reason": reason})
+	}
+	o.Object["status"] = map[string]any{"conditions": conditions}
+	return o
+}
+
 // relatedSource is the kcp-origin related Secret of primary name.
 func relatedSource(name, data string) *unstructured.Unstructured {
 	o := secret("default", name+"-secret")
@@ -55,6 +70,23 @@ func relatedSource(name, data string) *unstructured.Unstructured {
 func relatedCopy(ws, name, data string) *unstructured.Unstructured {
 	o := secret(ws, "copy-"+name+"-secret")
 	o.Object["data"] = map[string]any{"token": data}
+	return o
+}
+
+// credentials is a Secret with a service-origin related entry's data.
+func credentials(namespace, name, data string) *unstructured.Unstructured {
+	o := secret(namespace, name)
+	o.Object["data"] = map[string]any{"password": data}
+	return o
+}
+
+func labelled(o *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[key] = value
+	o.SetLabels(labels)
 	return o
 }
 
@@ -72,18 +104,21 @@ func state(ws, name string) *unstructured.Unstructured {
 type world struct {
 	kcp     map[string][]ctrlruntimeclient.Object
 	service []ctrlruntimeclient.Object
+	kept    map[Key]bool
 }
 
 func consistent() *world {
 	return &world{
 		kcp: map[string][]ctrlruntimeclient.Object{
-			"ws1": {primary("a", map[string]any{"color": "red"}), relatedSource("a", "dG9rZW4=")},
+			"ws1": {labelled(primary("a", map[string]any{"color": "red"}), "team", "red"), relatedSource("a", "dG9rZW4="), credentials("default", "a-creds", "c2VjcmV0")},
 			"ws2": {primary("b", map[string]any{"color": "blue"})},
 		},
 		service: []ctrlruntimeclient.Object{
-			localCopy("ws1", "a", map[string]any{"color": "dark-red", "replicas": int64(3)}),
+			labelled(labelled(localCopy("ws1", "a", map[string]any{"color": "dark-red", "replicas": int64(3)}), "team", "red"), "operator", "on"),
 			localCopy("ws2", "b", map[string]any{"color": "dark-blue"}),
 			state("ws1", "a"), state("ws2", "b"),
+			publishedResource("True/Ready", "True/Running"),
+			credentials("ws1", "copy-a-creds", "c2VjcmV0"),
 			relatedCopy("ws1", "a", "dG9rZW4="),
 		},
 	}
@@ -106,9 +141,18 @@ func (w *world) check(t *testing.T) []Violation {
 				}
 				return out
 			},
-			ServiceOnly: []string{"replicas"},
-			Selected:    func(o *unstructured.Unstructured) bool { return o.GetLabels()["skip"] == "" },
-			Related:     []RelatedSecret{{Suffix: "-secret"}},
+			ServiceOnly:  []string{"replicas"},
+			Selected:     func(o *unstructured.Unstructured) bool { return o.GetLabels()["skip"] == "" },
+			Related:      []RelatedSecret{{Suffix: "-secret"}, {Suffix: "-creds", Origin: OriginService}},
+			CopiedLabels: []string{"team"},
+			Service: func(cp *unstructured.Unstructured) (map[string]string, map[string]any) {
+				if cp.GetName() == "copy-a" { // the operator labelled it and set replicas
+					return map[string]string{"operator": "on"}, map[string]any{"replicas": int64(3)}
+				}
+				return nil, nil
+			},
+			Kept:       w.kept,
+			Conditions: true,
 		}},
 	}
 	for _, ws := range []string{"ws1", "ws2"} {
@@ -183,10 +227,57 @@ func TestChecker(t *testing.T) {
 			src.SetFinalizers(nil)
 			w.kcp["ws1"][1] = src
 		}, want: []string{"finalizer ws1|default/a -secret"}},
-		{name: "a related copy whose source is gone", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][:1] },
+		{name: "a related copy whose source is gone", change: func(w *world) { w.kcp["ws1"] = slices.Delete(w.kcp["ws1"], 1, 2) },
 			want: []string{"no-stale-related-copy ws1/copy-a-secret (of ws1|default/a -secret)"}},
 		{name: "a related copy of a deleted primary", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][1:] },
 			want: []string{"no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/obj-state-ws1-a", "no-stale-related-copy ws1/copy-a-secret"}},
+		{name: "an object the filter leaves out after its sync keeps its copy and state", change: func(w *world) {
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{labelled(primary("b", map[string]any{"color": "green"}), "skip", "yes")}
+		}},
+		{name: "an object the filter leaves out has two copies", change: func(w *world) {
+			w.kcp["ws2"] = []ctrlruntimeclient.Object{labelled(primary("b", map[string]any{"color": "blue"}), "skip", "yes")}
+			extra := localCopy("ws2", "b", nil)
+			extra.SetName("second")
+			w.service = append(w.service, extra)
+		}, want: []string{"one-local-copy ws2|default/b"}},
+		{name: "the copy and state of an object deleted with its PublishedResource are kept", change: func(w *world) {
+			w.kcp["ws2"] = nil
+			w.kept = map[Key]bool{{Cluster: "ws2", Namespace: "default", Name: "b"}: true}
+		}},
+		{name: "kept is no excuse in a workspace that is not bound", change: func(w *world) {
+			w.service = append(w.service, localCopy("ws9", "z", nil))
+			w.kept = map[Key]bool{{Cluster: "ws9", Namespace: "default", Name: "z"}: true}
+		}, want: []string{"no-unknown-workspace ws9/copy-z"}},
+		{name: "a kcp label that did not arrive", change: func(w *world) {
+			w.kcp["ws1"][0] = labelled(primary("a", map[string]any{"color": "red"}), "team", "blue")
+		}, want: []string{"sync-labels ws1/copy-a"}},
+		{name: "a kcp label that was removed stays on the copy", change: func(w *world) {
+			w.kcp["ws1"][0] = primary("a", map[string]any{"color": "red"})
+		}, want: []string{"sync-labels ws1/copy-a"}},
+		{name: "an operator label is lost", change: func(w *world) {
+			w.service[0] = labelled(localCopy("ws1", "a", map[string]any{"color": "dark-red", "replicas": int64(3)}), "team", "red")
+		}, want: []string{"service-fields-kept ws1/copy-a"}},
+		{name: "a service-only field is lost", change: func(w *world) {
+			w.service[0] = labelled(labelled(localCopy("ws1", "a", map[string]any{"color": "dark-red"}), "team", "red"), "operator", "on")
+		}, want: []string{"service-fields-kept ws1/copy-a"}},
+		{name: "a service-origin copy is missing in kcp", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][:2] },
+			want: []string{"related-copy ws1|default/a -creds"}},
+		{name: "a service-origin copy with old data", change: func(w *world) {
+			w.kcp["ws1"][2] = credentials("default", "a-creds", "b2xk")
+		}, want: []string{"related-copy ws1|default/a -creds"}},
+		{name: "a service-origin copy stays when its source goes", change: func(w *world) {
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "copy-a-creds" })
+		}},
+		{name: "a service-origin source stays when its primary goes", change: func(w *world) {
+			w.kcp["ws1"] = nil
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool {
+				return o.GetName() == "copy-a" || o.GetName() == "copy-a-secret" || o.GetName() == "obj-state-ws1-a"
+			})
+		}},
+		{name: "a PublishedResource that does not say it syncs", change: func(w *world) {
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "things" })
+			w.service = append(w.service, publishedResource("False/NotReady", "False/EndpointUnreachable"))
+		}, want: []string{"conditions-true PublishedResource things", "conditions-true PublishedResource things"}},
 		{name: "another agent's copies are not ours to judge", change: func(w *world) {
 			other := localCopy("ws9", "z", nil)
 			labels := other.GetLabels()
