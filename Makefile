@@ -48,7 +48,7 @@ TESTBED_ENV = \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
 
 .PHONY: test
-test: verify test-unit fuzz test-e2e ## Everything CI runs: verify, unit tests, fuzzing (briefly) and e2e tests.
+test: verify test-unit fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, fuzzing (briefly), e2e tests and the short soak.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (with the race detector).
@@ -73,16 +73,31 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
 		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|agent log'
 
-# The soak (issue 14): seeded random operations and agent faults, then the
-# invariant checker. SEED replays a schedule, DURATION sets how long
-# operations run.
-SEED     ?=
-DURATION ?= 2m
+# The soak (docs/reliability.md): seeded random operations, administrator
+# changes and faults (agent replicas, a kcp shard), then the invariant
+# checker. SEED replays a schedule, DURATION sets how long operations run,
+# WORKSPACES how many workspaces bind at the start. The soak starts its own
+# sharded kcp, so the suite's shared one is not started.
+SEED       ?=
+DURATION   ?= 2m
+WORKSPACES ?= 8
 .PHONY: soak
-soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m).
+soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m, WORKSPACES=8).
 	mkdir -p $(ARTIFACTS)
-	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) \
-		go test -tags 'e2e soak' -count=1 -timeout 120m -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(ARTIFACTS)/soak.log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
+		E2E_NO_SHARED_KCP=1 SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) SOAK_WORKSPACES=$(WORKSPACES) \
+		go test -tags 'e2e soak' -count=1 -timeout 120m -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(ARTIFACTS)/soak$(if $(SEED),-$(SEED)).log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
+
+# The short soak of `make test`: a fixed list of seeds (a deterministic
+# schedule in CI), SOAK_SHORT_DURATION of operations each.
+SOAK_SEEDS          ?= 1 2
+SOAK_SHORT_DURATION ?= 90s
+.PHONY: soak-short
+soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (1 2), SOAK_SHORT_DURATION (90s) each.
+	@set -e; for s in $(SOAK_SEEDS); do \
+		echo "soak seed $$s, $(SOAK_SHORT_DURATION)"; \
+		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION); \
+	done
 
 # The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, UNRELATED, BASELINE_AGENT,
 # CPU_PROFILE, MEMORY_SCAN and SCAN come from the environment or the make command

@@ -43,6 +43,8 @@ type Result struct {
 type Input struct {
 	// KcpScope is the scope of the projected type, if known.
 	KcpScope apiextensionsv1.ResourceScope
+	// LocalScope is the scope of the local (source) type, if known.
+	LocalScope apiextensionsv1.ResourceScope
 	// SharedSourceWith names other selected PublishedResources with the same
 	// source group/kind.
 	SharedSourceWith []string
@@ -64,6 +66,10 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 	if n := spec.Naming; n != nil {
 		c.pattern("spec.naming.name", n.Name)
 		c.pattern("spec.naming.namespace", n.Namespace)
+	}
+	if in.LocalScope == apiextensionsv1.ClusterScoped && !namesPerWorkspace(spec.Naming) {
+		c.ambiguous("spec.naming.name does not depend on the workspace (.ClusterName, .ClusterPath or $remoteClusterName) and the local type is cluster-scoped: " +
+			"objects with the same name in two workspaces get the same local name, and only the first one syncs (ObjectConflict)")
 	}
 	if f := spec.Filter; f != nil {
 		c.selector("spec.filter.resource", f.Resource)
@@ -158,6 +164,27 @@ func (c *checker) template(path, text string) {
 	if tpl.Tree != nil && callsFunction(tpl.Root, "shortHash") {
 		c.deprecated("%s uses the function shortHash; use sha3short", path)
 	}
+}
+
+// namesPerWorkspace reports whether the local name pattern tells workspaces
+// apart (the default does not: it hashes the kcp namespace and name only).
+// A template that does not parse is reported as invalid elsewhere.
+func namesPerWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
+	if n == nil || n.Name == "" {
+		return false
+	}
+	if !strings.Contains(n.Name, "{{") {
+		//nolint:staticcheck // the deprecated placeholder names the workspace too.
+		return strings.Contains(n.Name, syncagentv1alpha1.PlaceholderRemoteClusterName)
+	}
+	tpl, err := templating.Parse("spec.naming.name", n.Name)
+	if err != nil || tpl.Tree == nil {
+		return err != nil
+	}
+	return anyNode(tpl.Root, func(n parse.Node) bool {
+		f, ok := n.(*parse.FieldNode)
+		return ok && (f.Ident[0] == "ClusterName" || f.Ident[0] == "ClusterPath")
+	})
 }
 
 // allowedNamespace checks an allowedNamespaces entry: a template that sees

@@ -178,6 +178,36 @@ func TestCheck(t *testing.T) {
 			wantMsg: []string{"spec.filter.namespace is ignored"},
 		},
 		{
+			name:       "default naming of a cluster-scoped local type",
+			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.naming.name does not depend on the workspace", "only the first one syncs (ObjectConflict)"},
+		},
+		{
+			name:       "a naming template without the workspace for a cluster-scoped local type",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .Object.metadata.namespace }}"}},
+			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.naming.name does not depend on the workspace"},
+		},
+		{
+			name:       "a naming template with the workspace for a cluster-scoped local type",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .ClusterName | sha3short }}"}},
+			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
+			name:       "a legacy naming pattern with the workspace for a cluster-scoped local type",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "$remoteClusterName-$remoteName"}},
+			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
+			name:       "default naming of a namespaced local type",
+			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
 			name:       "shared source kind",
 			in:         Input{SharedSourceWith: []string{"other"}},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -24,15 +25,22 @@ func converged(t *testing.T, f *framework.Fixture, workspaces []*framework.Works
 	for _, w := range workspaces {
 		c.Workspaces = append(c.Workspaces, invariant.Workspace{Cluster: w.ClusterName, Client: w.Client})
 	}
-	framework.WaitFor(t, convergeTimeout, "both sides to agree", func(ctx context.Context) (bool, error) {
+	// The violations and read errors are kept apart: a read cut off by
+	// the deadline must not hide what the checker found before.
+	var violations string
+	err := poll(t.Context(), convergeTimeout, func(ctx context.Context) (bool, error) {
 		vs, err := c.Check(ctx)
-		if err != nil || len(vs) == 0 {
-			return err == nil, err
+		if err != nil {
+			return false, err
 		}
 		lines := make([]string, 0, len(vs))
 		for _, v := range vs {
 			lines = append(lines, v.String())
 		}
-		return false, fmt.Errorf("%d violation(s):\n%s", len(vs), strings.Join(lines, "\n"))
+		violations = fmt.Sprintf("%d violation(s):\n%s", len(vs), strings.Join(lines, "\n"))
+		return len(vs) == 0, nil
 	})
+	if err != nil {
+		t.Fatalf("both sides do not agree: %v; the last complete check found %s", err, cmp.Or(violations, "nothing (no check completed)"))
+	}
 }

@@ -16,12 +16,19 @@ import (
 // test isolates itself in its own organisation workspace.
 var testKcp *framework.Kcp
 
+// envNoSharedKcp, when set, skips starting testKcp: for runs of tests that
+// start their own kcp only (make soak).
+const envNoSharedKcp = "E2E_NO_SHARED_KCP"
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
 	framework.DiscardControllerRuntimeLogs()
+	if os.Getenv(envNoSharedKcp) != "" {
+		return m.Run() // the tests selected start their own kcp (the soak)
+	}
 	bin, err := framework.RequireEnv(framework.EnvKcpBin)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

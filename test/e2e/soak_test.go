@@ -13,14 +13,19 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,24 +34,99 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/test/invariant"
 )
 
-// The soak's shape (issue 14, first part): W workspaces, a pool of object
-// names per workspace, P clients doing seeded random operations for
-// SOAK_DURATION while a seeded fault schedule kills and restarts the two
-// agent replicas; then quiescence and the invariant checker.
+// The soak's shape (issue 14): W workspaces on two kcp shards, three
+// PublishedResources, a pool of object names per workspace and kind, P
+// clients doing seeded random operations for SOAK_DURATION, an
+// administrator changing PublishedResources and bindings, and a seeded
+// fault schedule; then quiescence and the invariant checker.
 const (
-	soakWorkspaces = 4
-	soakObjects    = 12 // names per workspace
+	soakWorkspaces = 8  // default of SOAK_WORKSPACES, half on each shard
+	soakObjects    = 12 // names per workspace and kind
 	soakClients    = 4
 	// soakOpPause bounds the pause between two operations of a client.
 	soakOpPause = 300 * time.Millisecond
-	// soakFaultEvery is the mean time between two faults.
+	// soakFaultEvery and soakAdminEvery are the mean times between two
+	// faults and between two administrator changes.
 	soakFaultEvery = 15 * time.Second
+	soakAdminEvery = 20 * time.Second
+	// soakLease is the agent's leader-election lease (controller-runtime's
+	// default), which a stopped leader outlives.
+	soakLease = 15 * time.Second
+	// soakNewWorkspaces is how many workspaces the administrator creates
+	// and binds during a run, at most.
+	soakNewWorkspaces = 2
+	// soakReleaseMargin widens the windows in which a PublishedResource
+	// is gone: a deletion issued shortly before the PublishedResource's may
+	// still be pending when the objects are released, and kcp then deletes
+	// without our cleanup.
+	soakReleaseMargin = 10 * time.Second
+	// soakAdminTimeout bounds each wait of an administrator change.
+	soakAdminTimeout = 2 * time.Minute
+	// soakOperatorLabel is the label a service-side operator sets on
+	// local copies, with the service-only field spec.v1.
+	soakOperatorLabel = "operator.example.com/seen"
+	// soakSelectLabel is the gadgets' filter label.
+	soakSelectLabel = "soak-sync"
 )
+
+// soakKind is one published kind.
+type soakKind struct {
+	pr         string
+	kcp, local schema.GroupVersionKind
+	namespace  string // of the kcp objects; "" for a cluster-scoped kind
+}
+
+var (
+	soakThings  = soakKind{pr: "things", kcp: kcpThing, local: localThing, namespace: "default"}
+	soakWidgets = soakKind{pr: "widgets", namespace: "",
+		kcp:   schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Widget"},
+		local: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}}
+	soakGadgets = soakKind{pr: "gadgets", namespace: "default",
+		kcp:   schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"},
+		local: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}}
+	soakKinds = []soakKind{soakThings, soakWidgets, soakGadgets}
+)
+
+// soakPRs are the three PublishedResources: things (namespaced, status, a
+// spec mutation, a kcp-origin and a service-origin related Secret, both
+// watched by owner), widgets (cluster-scoped, named per workspace) and gadgets (a naming
+// template and a label filter).
+func soakPRs() []*syncagentv1alpha1.PublishedResource {
+	things := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{Spec: []syncagentv1alpha1.ResourceMutation{
+			{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "spec.color", Pattern: "^(.*)$", Replacement: "dark-$1"}},
+		}}
+		token := relatedSecret("token", syncagentv1alpha1.RelatedResourceOriginKcp, "{{ .Object.metadata.name }}-token")
+		token.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
+		creds := relatedSecret("creds", syncagentv1alpha1.RelatedResourceOriginService, "{{ .Object.metadata.name }}-creds")
+		creds.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{token, creds}
+	})
+	// A cluster-scoped local type needs names that tell workspaces apart
+	// (the default would collide: ConfigValid warns).
+	widgets := publishedResource("widgets", "example.com", "Widget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .ClusterName }}-{{ .Object.metadata.name }}"}
+	})
+	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .ClusterName }}", Namespace: "soak-gadgets"}
+		s.Filter = &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchLabels: map[string]string{soakSelectLabel: "yes"}}}
+	})
+	return []*syncagentv1alpha1.PublishedResource{things, widgets, gadgets}
+}
+
+func soakCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	widget := framework.TestCRD("example.com", "Widget", "v1")
+	widget.Spec.Scope = apiextensionsv1.ClusterScoped
+	return []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1"), widget, framework.TestCRD("example.com", "Gadget", "v1")}
+}
 
 // TestSoak runs randomized operations and faults against the invariant
 // checker. SOAK_SEED replays a schedule (the seed is logged at the start),
-// SOAK_DURATION sets how long operations run (default 2 minutes). The log
-// of every operation and fault is written to the test's artifacts
+// SOAK_DURATION sets how long operations run (default 2 minutes),
+// SOAK_WORKSPACES how many workspaces bind at the start (default 8). The
+// log of every operation and fault is written to the test's artifacts
 // (soak-ops.log).
 func TestSoak(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -61,57 +141,269 @@ func TestSoak(t *testing.T) {
 		framework.Must(t, err, "parse SOAK_DURATION")
 		duration = d
 	}
-	t.Logf("soak seed %d, duration %s (replay: make soak SEED=%d DURATION=%s)", seed, duration, seed, duration)
+	workspaces := soakWorkspaces
+	if v := os.Getenv("SOAK_WORKSPACES"); v != "" {
+		n, err := strconv.Atoi(v)
+		framework.Must(t, err, "parse SOAK_WORKSPACES")
+		workspaces = n
+	}
+	t.Logf("soak seed %d, duration %s, %d workspaces (replay: make soak SEED=%d DURATION=%s)", seed, duration, workspaces, seed, duration)
 
-	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
-		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{Spec: []syncagentv1alpha1.ResourceMutation{
-			{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "spec.color", Pattern: "^(.*)$", Replacement: "dark-$1"}},
-		}}
-		token := relatedSecret("token", syncagentv1alpha1.RelatedResourceOriginKcp, "{{ .Object.metadata.name }}-token")
-		token.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{token}
-	})
+	t.Setenv(framework.EnvServiceAudit, "true") // who wrote what, for the analysis of a violation
+	k := framework.StartShardedKcp(t)
+	f := framework.NewFixture(t, k)
+	for _, crd := range soakCRDs() {
+		f.Service.InstallCRD(t, crd)
+	}
+	for _, pr := range soakPRs() {
+		framework.Must(t, f.Service.Client.Create(t.Context(), pr), "create PublishedResource %s", pr.Name)
+	}
 	leader := "--enable-leader-election=true"
-	f, ws, first := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
-		[]*syncagentv1alpha1.PublishedResource{pr}, soakWorkspaces, leader)
+	replicas := &replicaSet{t: t, args: f.AgentArgs(leader), pprof: map[*framework.Agent]string{}}
+	replicas.start(nil)
+	for _, pr := range soakPRs() {
+		f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
+	}
+	exp, err := getExport(t.Context(), f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	w := &soakWorld{f: f, k: k, claims: exp.Spec.PermissionClaims, unbound: map[string]bool{}}
+	for i := range workspaces {
+		w.ws = append(w.ws, w.newWorkspace(t, []string{framework.RootShard, framework.SecondShard}[i%2]))
+	}
+	for _, pr := range soakPRs() {
+		f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, "SyncReady",
+			framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	}
+
 	log := &opLog{start: time.Now()}
-	replicas := &replicaSet{t: t, args: f.AgentArgs(leader), agents: []*framework.Agent{first, framework.StartAgent(t, f.AgentArgs(leader)...)}}
+	replicas.start(log)
 	t.Cleanup(func() { log.write(t) })
 
 	ctx, stop := context.WithTimeout(t.Context(), duration)
 	defer stop()
 	var wg sync.WaitGroup
-	for i := range soakClients {
+	loop := func(stream uint64, every time.Duration, step func(*rand.Rand)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &soakClient{rnd: rand.New(rand.NewPCG(seed, uint64(i+1))), id: i, ws: ws, service: f.Service.Client, log: log}
+			rnd := rand.New(rand.NewPCG(seed, stream))
+			for {
+				sleep(ctx, every/2+time.Duration(rnd.Int64N(int64(every))))
+				if ctx.Err() != nil {
+					return
+				}
+				step(rnd)
+			}
+		}()
+	}
+	for i := range soakClients {
+		c := &soakClient{rnd: rand.New(rand.NewPCG(seed, uint64(i+1))), id: i, w: w, service: f.Service.Client, log: log}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for ctx.Err() == nil {
 				c.step(ctx)
 				sleep(ctx, time.Duration(c.rnd.Int64N(int64(soakOpPause))))
 			}
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		rnd := rand.New(rand.NewPCG(seed, 0))
-		for {
-			sleep(ctx, soakFaultEvery/2+time.Duration(rnd.Int64N(int64(soakFaultEvery))))
-			if ctx.Err() != nil {
-				return
-			}
-			replicas.fault(rnd, log)
-		}
-	}()
+	loop(0, soakFaultEvery, func(rnd *rand.Rand) { replicas.fault(rnd, k, log) })
+	loop(100, soakAdminEvery, func(rnd *rand.Rand) { w.admin(t, rnd, log) })
 	wg.Wait()
 
-	// Quiescence: both replicas run, then both sides must agree.
+	// Quiescence: every change is undone (the administrator's and the
+	// faults' second halves ran), two replicas run; then both sides must
+	// agree and the PublishedResources say that they sync.
 	log.add("quiescence")
 	replicas.heal(log)
-	resource := thingsResource
-	resource.Related = []invariant.RelatedSecret{{Suffix: "-token"}}
-	resource.Spec = func(kcp map[string]any) map[string]any {
+	quiet := time.Now()
+	converged(t, f, w.ws, w.resources()...)
+	log.add("converged after %s", time.Since(quiet).Round(time.Second))
+	replicas.oneLeaderRunning(t, len(soakKinds))
+	for _, a := range replicas.agents {
+		a.NoErrors(t)
+	}
+
+	// The leader that lived through the run holds no more goroutines than
+	// a fresh leader of the same workspaces: it is stopped, the standby
+	// takes over, and the run's agent must not be above the new one's
+	// count by more than soakGoroutineSlack.
+	time.Sleep(soakSettle)
+	survivor := replicas.leader(t)
+	before := metricValue(t, survivor, "go_goroutines")
+	log.add("leader-handover goroutines=%v", before)
+	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
+	survivor.Stop(30 * time.Second)
+	replicas.heal(log)
+	replicas.oneLeaderRunning(t, len(soakKinds))
+	// The new leader does the same kinds of work in every workspace (a
+	// Thing with a related Secret each way: Events, related informers),
+	// so that both counts include the structures built lazily per
+	// workspace.
+	probe := &soakClient{id: -1, w: w, service: f.Service.Client, log: log}
+	for _, ws := range w.ws {
+		key := types.NamespacedName{Namespace: "default", Name: "handover-probe"}
+		framework.Must(t, ws.Client.Create(t.Context(), newObject(kcpThing, key.Namespace, key.Name, map[string]any{"color": "red"})), "create the probe in %s", ws.Path)
+		framework.Must(t, probe.createToken(t.Context(), ws.Client, key, "probe"), "create the probe's token in %s", ws.Path)
+		framework.WaitFor(t, syncTimeout, "the probe's local copy in "+ws.Path, func(ctx context.Context) (bool, error) {
+			err := probe.local(ctx, ws, soakThings, key.Name, func(local *unstructured.Unstructured) error { return probe.setCreds(ctx, local, "probe") })
+			return err == nil, err
+		})
+	}
+	converged(t, f, w.ws, w.resources()...)
+	time.Sleep(soakSettle)
+	newLeader := replicas.leader(t)
+	fresh := metricValue(t, newLeader, "go_goroutines")
+	log.add("fresh-leader goroutines=%v", fresh)
+	replicas.dumpGoroutines(newLeader, "goroutines-fresh-leader.txt")
+	if before > fresh*(1+soakGoroutineSlack) {
+		t.Errorf("the run's leader held %v goroutines, a fresh leader of the same workspaces %v", before, fresh)
+	}
+	t.Logf("operations and faults: %s", log.summary())
+}
+
+const (
+	// soakGoroutineSlack is how much the run's leader may be above a
+	// fresh leader in goroutines (retries and watches in flight).
+	soakGoroutineSlack = 0.1
+	// soakSettle lets a new leader's start-up goroutines end.
+	soakSettle = 10 * time.Second
+)
+
+// soakWorld is what the clients and the administrator share: the
+// workspaces, and what the checker must know of their history.
+type soakWorld struct {
+	f      *framework.Fixture
+	k      *framework.Kcp
+	claims []kcpapisv1alpha2.PermissionClaim
+
+	mu      sync.Mutex
+	ws      []*framework.Workspace
+	unbound map[string]bool // cluster names of workspaces without their binding
+	// gone are the windows in which the widgets PublishedResource did not
+	// exist (end zero: not back yet); deletes are the widget deletions.
+	gone    [][2]time.Time
+	deletes []soakDelete
+	// operator is what the operator last set on a local copy (by UID,
+	// with the resourceVersion of that write).
+	operator map[types.UID]soakOperator
+}
+
+type soakDelete struct {
+	key invariant.Key
+	at  time.Time
+}
+
+type soakOperator struct {
+	resourceVersion int64
+	value           string
+}
+
+// newWorkspace creates a workspace on a shard and binds the export.
+func (w *soakWorld) newWorkspace(t *testing.T, shard string) *framework.Workspace {
+	ws := w.k.CreateWorkspaceOnShard(t, w.f.Org.Path, framework.RandomName("consumer"), "universal", shard)
+	framework.Must(t, w.bind(t.Context(), ws), "bind the export in %s", ws.Path)
+	return ws
+}
+
+// bind creates the workspace's APIBinding with every claim accepted and
+// waits until the workspace serves every bound resource.
+func (w *soakWorld) bind(ctx context.Context, ws *framework.Workspace) error {
+	binding := &kcpapisv1alpha2.APIBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name},
+		Spec: kcpapisv1alpha2.APIBindingSpec{
+			Reference: kcpapisv1alpha2.BindingReference{Export: &kcpapisv1alpha2.ExportBindingReference{Path: w.f.Org.Path, Name: w.f.Export.Name}},
+		},
+	}
+	for _, c := range w.claims {
+		binding.Spec.PermissionClaims = append(binding.Spec.PermissionClaims, kcpapisv1alpha2.AcceptablePermissionClaim{
+			ScopedPermissionClaim: kcpapisv1alpha2.ScopedPermissionClaim{PermissionClaim: c, Selector: kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true}},
+			State:                 kcpapisv1alpha2.ClaimAccepted,
+		})
+	}
+	err := poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		err := ws.Client.Create(ctx, binding.DeepCopy())
+		return err == nil || apierrors.IsAlreadyExists(err), err
+	})
+	if err != nil {
+		return fmt.Errorf("failed to create the APIBinding: %w", err)
+	}
+	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		b := &kcpapisv1alpha2.APIBinding{}
+		if err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, b); err != nil || b.Status.Phase != kcpapisv1alpha2.APIBindingPhaseBound {
+			return false, err
+		}
+		for _, k := range soakKinds {
+			if _, err := ws.Client.RESTMapper().RESTMapping(k.kcp.GroupKind(), k.kcp.Version); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// pick returns a random workspace.
+func (w *soakWorld) pick(rnd *rand.Rand) *framework.Workspace {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ws[rnd.IntN(len(w.ws))]
+}
+
+func (w *soakWorld) deleted(key invariant.Key) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deletes = append(w.deletes, soakDelete{key, time.Now()})
+}
+
+func (w *soakWorld) operatorSet(cp *unstructured.Unstructured, value string) {
+	rv, err := strconv.ParseInt(cp.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return // not from the kube-apiserver we know: nothing to expect
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.operator == nil {
+		w.operator = map[types.UID]soakOperator{}
+	}
+	if old, ok := w.operator[cp.GetUID()]; !ok || old.resourceVersion < rv {
+		w.operator[cp.GetUID()] = soakOperator{rv, value}
+	}
+}
+
+// kept are the widgets deleted while (or shortly before) their
+// PublishedResource was gone: their copies stay.
+func (w *soakWorld) kept() map[invariant.Key]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[invariant.Key]bool{}
+	for _, d := range w.deletes {
+		for _, g := range w.gone {
+			if d.at.After(g[0].Add(-soakReleaseMargin)) && (g[1].IsZero() || d.at.Before(g[1])) {
+				out[d.key] = true
+			}
+		}
+	}
+	return out
+}
+
+// resources is what the PublishedResources promise, for the checker.
+func (w *soakWorld) resources() []invariant.Resource {
+	service := func(cp *unstructured.Unstructured) (map[string]string, map[string]any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		op, ok := w.operator[cp.GetUID()]
+		if !ok {
+			return nil, nil
+		}
+		return map[string]string{soakOperatorLabel: op.value}, map[string]any{"v1": op.value}
+	}
+	base := func(k soakKind) invariant.Resource {
+		return invariant.Resource{Name: k.pr, Kcp: k.kcp, Local: k.local, KcpNamespaced: k.namespace != "", Status: true,
+			ServiceOnly: []string{"v1"}, CopiedLabels: []string{"team"}, Service: service, Conditions: true}
+	}
+	things := base(soakThings)
+	things.Related = []invariant.RelatedSecret{{Suffix: "-token"}, {Suffix: "-creds", Origin: invariant.OriginService}}
+	things.Spec = func(kcp map[string]any) map[string]any {
 		out := map[string]any{}
 		for k, v := range kcp {
 			out[k] = v
@@ -121,13 +413,162 @@ func TestSoak(t *testing.T) {
 		}
 		return out
 	}
-	quiet := time.Now()
-	converged(t, f, ws, resource)
-	log.add("converged after %s", time.Since(quiet).Round(time.Second))
-	for _, a := range replicas.agents {
-		a.NoErrors(t)
+	widgets := base(soakWidgets)
+	widgets.Kept = w.kept()
+	gadgets := base(soakGadgets)
+	gadgets.Selected = func(o *unstructured.Unstructured) bool { return o.GetLabels()[soakSelectLabel] == "yes" }
+	return []invariant.Resource{things, widgets, gadgets}
+}
+
+// admin makes one administrator change and undoes it: a PublishedResource
+// disabled and enabled again, changed (a filter that selects every object)
+// and changed back, deleted and re-created (widgets); a workspace unbound
+// and bound again; a new workspace bound. The undo runs even when the run
+// ends meanwhile, so that quiescence finds the configuration of the start.
+func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
+	ctx := t.Context()
+	pause := func() { time.Sleep(time.Duration(2+rnd.IntN(7)) * time.Second) }
+	k := soakKinds[rnd.IntN(len(soakKinds))]
+	result := func(op string, err error) {
+		if err != nil {
+			t.Errorf("administrator: %s: %v", op, err)
+			log.add("%s: error: %v", op, err)
+			return
+		}
+		log.add("%s: ok", op)
 	}
-	t.Logf("operations and faults: %s", log.summary())
+	switch n := rnd.IntN(100); {
+	case n < 30:
+		op := "admin-pr-disable " + k.pr
+		result(op, w.updatePR(ctx, k.pr, func(s *syncagentv1alpha1.PublishedResourceSpec) {
+			s.Synchronization = &syncagentv1alpha1.SynchronizationSpec{Enabled: false}
+		}))
+		pause()
+		result("admin-pr-enable "+k.pr, w.updatePR(ctx, k.pr, func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Synchronization = nil }))
+	case n < 50:
+		if k == soakGadgets {
+			k = soakThings // its filter is part of what the checker expects
+		}
+		everything := &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "soak-never", Operator: metav1.LabelSelectorOpDoesNotExist},
+		}}}
+		result("admin-pr-update "+k.pr, w.updatePR(ctx, k.pr, func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = everything }))
+		pause()
+		result("admin-pr-restore "+k.pr, w.updatePR(ctx, k.pr, func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = nil }))
+	case n < 65:
+		w.mu.Lock()
+		w.gone = append(w.gone, [2]time.Time{time.Now()})
+		window := len(w.gone) - 1
+		w.mu.Unlock()
+		result("admin-pr-delete widgets", w.deletePR(ctx, "widgets"))
+		pause()
+		err := w.f.Service.Client.Create(ctx, soakPRs()[1])
+		if err == nil {
+			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+				pr := &syncagentv1alpha1.PublishedResource{}
+				err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
+				return err == nil && framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)(pr), err
+			})
+		}
+		// The window ends once the controller has put the finalizer back on
+		// every live widget: a deletion before that is not cleaned up.
+		if err == nil {
+			err = poll(ctx, soakAdminTimeout, w.widgetsGuarded)
+		}
+		w.mu.Lock()
+		w.gone[window][1] = time.Now()
+		w.mu.Unlock()
+		result("admin-pr-recreate widgets", err)
+	case n < 85:
+		ws := w.pick(rnd)
+		w.mu.Lock()
+		busy := w.unbound[ws.ClusterName]
+		w.unbound[ws.ClusterName] = true
+		w.mu.Unlock()
+		if busy {
+			return
+		}
+		binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
+		err := ws.Client.Delete(ctx, binding)
+		if err == nil {
+			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+				err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
+				return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+			})
+		}
+		result("admin-unbind ws="+ws.ClusterName, err)
+		pause()
+		result("admin-bind ws="+ws.ClusterName, w.bind(ctx, ws))
+		w.mu.Lock()
+		delete(w.unbound, ws.ClusterName)
+		w.mu.Unlock()
+	default:
+		w.mu.Lock()
+		n := len(w.ws)
+		w.mu.Unlock()
+		if n >= soakWorkspaces+soakNewWorkspaces {
+			return
+		}
+		shard := []string{framework.RootShard, framework.SecondShard}[rnd.IntN(2)]
+		ws := w.newWorkspace(t, shard)
+		w.mu.Lock()
+		w.ws = append(w.ws, ws)
+		w.mu.Unlock()
+		log.add("admin-new-workspace ws=%s shard=%s: ok", ws.ClusterName, shard)
+	}
+}
+
+// widgetsGuarded reports whether every live widget of the bound workspaces
+// carries the agent's finalizer.
+func (w *soakWorld) widgetsGuarded(ctx context.Context) (bool, error) {
+	w.mu.Lock()
+	var bound []*framework.Workspace
+	for _, ws := range w.ws {
+		if !w.unbound[ws.ClusterName] {
+			bound = append(bound, ws)
+		}
+	}
+	w.mu.Unlock()
+	for _, ws := range bound {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(soakWidgets.kcp.GroupVersion().WithKind("WidgetList"))
+		if err := ws.Client.List(ctx, list); err != nil {
+			return false, err
+		}
+		for _, o := range list.Items {
+			if o.GetDeletionTimestamp() == nil && !slices.Contains(o.GetFinalizers(), "syncagent.kcp.io/cleanup") {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// updatePR changes a PublishedResource's spec, reading it again on a
+// conflict (the agent writes its status and finalizer).
+func (w *soakWorld) updatePR(ctx context.Context, name string, mutate func(*syncagentv1alpha1.PublishedResourceSpec)) error {
+	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		if err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr); err != nil {
+			return false, err
+		}
+		mutate(&pr.Spec)
+		err := w.f.Service.Client.Update(ctx, pr)
+		return err == nil, err
+	})
+}
+
+// deletePR deletes a PublishedResource and waits until it is gone (the
+// agent releases its objects first).
+func (w *soakWorld) deletePR(ctx context.Context, name string) error {
+	pr := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := w.f.Service.Client.Delete(ctx, pr); err != nil {
+		return err
+	}
+	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr)
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	})
 }
 
 // opLog records every operation and fault with its time.
@@ -146,7 +587,7 @@ func (l *opLog) add(format string, args ...any) {
 	if l.counts == nil {
 		l.counts = map[string]int{}
 	}
-	l.counts[strings.Fields(line)[0]]++
+	l.counts[strings.TrimSuffix(strings.Fields(line)[0], ":")]++
 }
 
 func (l *opLog) summary() string {
@@ -176,94 +617,132 @@ func (l *opLog) write(t *testing.T) {
 type soakClient struct {
 	rnd     *rand.Rand
 	id      int
-	ws      []*framework.Workspace
+	w       *soakWorld
 	service ctrlruntimeclient.Client
 	log     *opLog
 }
 
 var soakColors = []string{"red", "green", "blue", "black"}
 
-// step does one random operation; failures a user would see as normal
-// (not found, already exists, conflicts) are logged as such.
+// step does one random operation on a random kind (things most often);
+// failures a user would see as normal (not found, already exists,
+// conflicts, a kind not served while the workspace is unbound) are logged
+// as such.
 func (c *soakClient) step(ctx context.Context) {
-	w := c.ws[c.rnd.IntN(len(c.ws))]
+	ws := c.w.pick(c.rnd)
+	k := soakKinds[[]int{0, 0, 0, 1, 2}[c.rnd.IntN(5)]]
 	name := fmt.Sprintf("obj-%d", c.rnd.IntN(soakObjects))
-	key := types.NamespacedName{Namespace: "default", Name: name}
+	key := types.NamespacedName{Namespace: k.namespace, Name: name}
 	color := soakColors[c.rnd.IntN(len(soakColors))]
-	var op string
-	var err error
-	switch n := c.rnd.IntN(100); {
-	case n < 25:
-		op = "create"
-		err = w.Client.Create(ctx, newObject(kcpThing, "default", name, map[string]any{"color": color}))
-	case n < 40:
-		op = "update-spec"
-		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
-			return unstructured.SetNestedField(o.Object, color, "spec", "color")
-		})
-	case n < 48:
-		op = "add-label"
-		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
+	setLabel := func(label, value string) func(*unstructured.Unstructured) error {
+		return func(o *unstructured.Unstructured) error {
 			labels := o.GetLabels()
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels["team"] = color
+			if value == "" {
+				delete(labels, label)
+			} else {
+				labels[label] = value
+			}
 			o.SetLabels(labels)
 			return nil
+		}
+	}
+	var op string
+	var err error
+	switch n := c.rnd.IntN(100); {
+	case n < 22:
+		op = "create"
+		obj := newObject(k.kcp, k.namespace, name, map[string]any{"color": color})
+		if k == soakGadgets && c.rnd.IntN(10) < 7 {
+			obj.SetLabels(map[string]string{soakSelectLabel: "yes"})
+		}
+		err = ws.Client.Create(ctx, obj)
+	case n < 35:
+		op = "update-spec"
+		err = c.update(ctx, ws.Client, k, key, func(o *unstructured.Unstructured) error {
+			return unstructured.SetNestedField(o.Object, color, "spec", "color")
 		})
-	case n < 52:
+	case n < 41:
+		op = "add-label"
+		err = c.update(ctx, ws.Client, k, key, setLabel("team", color))
+	case n < 45:
 		op = "remove-label"
-		err = c.update(ctx, w.Client, key, func(o *unstructured.Unstructured) error {
-			labels := o.GetLabels()
-			delete(labels, "team")
-			o.SetLabels(labels)
-			return nil
-		})
-	case n < 65:
+		err = c.update(ctx, ws.Client, k, key, setLabel("team", ""))
+	case n < 48 && k == soakGadgets:
+		op = "select"
+		err = c.update(ctx, ws.Client, k, key, setLabel(soakSelectLabel, "yes"))
+	case n < 51 && k == soakGadgets:
+		op = "deselect"
+		err = c.update(ctx, ws.Client, k, key, setLabel(soakSelectLabel, ""))
+	case n < 58:
 		op = "delete"
-		err = w.Client.Delete(ctx, newObject(kcpThing, "default", name, nil))
-	case n < 73:
+		if k == soakWidgets {
+			c.w.deleted(invariant.Key{Cluster: ws.ClusterName, Name: name})
+		}
+		err = ws.Client.Delete(ctx, newObject(k.kcp, k.namespace, name, nil))
+	case n < 64 && k == soakThings:
 		op = "related-create"
-		err = c.createToken(ctx, w.Client, key, color)
-	case n < 80:
+		err = c.createToken(ctx, ws.Client, key, color)
+	case n < 69 && k == soakThings:
 		op = "related-update"
 		token := &corev1.Secret{}
-		if err = w.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name + "-token"}, token); err == nil {
+		if err = ws.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name + "-token"}, token); err == nil {
 			token.Data = map[string][]byte{"token": []byte(color)}
-			err = w.Client.Update(ctx, token)
+			err = ws.Client.Update(ctx, token)
 		}
-	case n < 85:
+	case n < 72 && k == soakThings:
 		op = "related-delete"
-		err = w.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-token"}})
-	case n < 95:
+		err = ws.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-token"}})
+	case n < 76 && k == soakThings:
+		op = "service-related-set"
+		err = c.local(ctx, ws, k, name, func(local *unstructured.Unstructured) error { return c.setCreds(ctx, local, color) })
+	case n < 78 && k == soakThings:
+		op = "service-related-delete"
+		err = c.local(ctx, ws, k, name, func(local *unstructured.Unstructured) error {
+			return c.service.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: local.GetNamespace(), Name: local.GetName() + "-creds"}})
+		})
+	case n < 88:
 		op = "local-status"
-		err = c.local(ctx, w, name, func(local *unstructured.Unstructured) error {
+		err = c.local(ctx, ws, k, name, func(local *unstructured.Unstructured) error {
 			if err := unstructured.SetNestedField(local.Object, color, "status", "phase"); err != nil {
 				return err
 			}
 			return c.service.Status().Update(ctx, local)
 		})
-	default:
-		op = "local-operator-label"
-		err = c.local(ctx, w, name, func(local *unstructured.Unstructured) error {
+	case n < 96:
+		op = "local-operator"
+		err = c.local(ctx, ws, k, name, func(local *unstructured.Unstructured) error {
 			labels := local.GetLabels()
-			labels["operator.example.com/seen"] = color
+			labels[soakOperatorLabel] = color
 			local.SetLabels(labels)
-			return c.service.Update(ctx, local)
+			if err := unstructured.SetNestedField(local.Object, color, "spec", "v1"); err != nil {
+				return err
+			}
+			if err := c.service.Update(ctx, local); err != nil {
+				return err
+			}
+			c.w.operatorSet(local, color)
+			return nil
 		})
+	default:
+		op = "local-delete"
+		err = c.local(ctx, ws, k, name, func(local *unstructured.Unstructured) error { return c.service.Delete(ctx, local) })
 	}
 	result := "ok"
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err), apierrors.IsAlreadyExists(err), apierrors.IsConflict(err):
 		result = string(apierrors.ReasonForError(err))
+	case meta.IsNoMatchError(err):
+		result = "NoMatch"
 	case ctx.Err() != nil:
 		result = "cut off by the end of the run"
 	default:
 		result = "error: " + err.Error()
 	}
-	c.log.add("%s client=%d ws=%s %s color=%s: %s", op, c.id, w.ClusterName, name, color, result)
+	c.log.add("%s client=%d ws=%s %s %s color=%s: %s", op, c.id, ws.ClusterName, k.pr, name, color, result)
 }
 
 // createToken creates the related Secret of a primary, owned by it (the
@@ -282,8 +761,29 @@ func (c *soakClient) createToken(ctx context.Context, cl ctrlruntimeclient.Clien
 	return cl.Create(ctx, token)
 }
 
-func (c *soakClient) update(ctx context.Context, cl ctrlruntimeclient.Client, key types.NamespacedName, change func(*unstructured.Unstructured) error) error {
-	o := newObject(kcpThing, key.Namespace, key.Name, nil)
+// setCreds creates or changes the service-origin Secret next to a local
+// copy, owned by it (the entry watches by owner).
+func (c *soakClient) setCreds(ctx context.Context, local *unstructured.Unstructured, value string) error {
+	creds := &corev1.Secret{}
+	err := c.service.Get(ctx, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName() + "-creds"}, creds)
+	if err == nil {
+		creds.Data = map[string][]byte{"password": []byte(value)}
+		return c.service.Update(ctx, creds)
+	}
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	creds = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: local.GetNamespace(), Name: local.GetName() + "-creds", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: localThing.GroupVersion().String(), Kind: localThing.Kind, Name: local.GetName(), UID: local.GetUID(),
+		}}},
+		Data: map[string][]byte{"password": []byte(value)},
+	}
+	return c.service.Create(ctx, creds)
+}
+
+func (c *soakClient) update(ctx context.Context, cl ctrlruntimeclient.Client, k soakKind, key types.NamespacedName, change func(*unstructured.Unstructured) error) error {
+	o := newObject(k.kcp, key.Namespace, key.Name, nil)
 	if err := cl.Get(ctx, key, o); err != nil {
 		return err
 	}
@@ -294,17 +794,18 @@ func (c *soakClient) update(ctx context.Context, cl ctrlruntimeclient.Client, ke
 }
 
 // local changes the local copy of a workspace's object, if there is one.
-func (c *soakClient) local(ctx context.Context, w *framework.Workspace, name string, change func(*unstructured.Unstructured) error) error {
-	items, err := localCopies(ctx, c.service, w.ClusterName)
-	if err != nil {
+func (c *soakClient) local(ctx context.Context, ws *framework.Workspace, k soakKind, name string, change func(*unstructured.Unstructured) error) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(k.local.GroupVersion().WithKind(k.local.Kind + "List"))
+	if err := c.service.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": ws.ClusterName}); err != nil {
 		return err
 	}
-	for i := range items {
-		if items[i].GetAnnotations()["syncagent.kcp.io/remote-object-name"] == name {
-			return change(&items[i])
+	for i := range list.Items {
+		if list.Items[i].GetAnnotations()["syncagent.kcp.io/remote-object-name"] == name {
+			return change(&list.Items[i])
 		}
 	}
-	return apierrors.NewNotFound(localThing.GroupVersion().WithResource("things").GroupResource(), name)
+	return apierrors.NewNotFound(schema.GroupResource{Group: k.local.Group, Resource: strings.ToLower(k.local.Kind) + "s"}, name)
 }
 
 // replicaSet is the two agent replicas with leader election.
@@ -313,44 +814,156 @@ type replicaSet struct {
 	args   []string
 	mu     sync.Mutex
 	agents []*framework.Agent
+	pprof  map[*framework.Agent]string // the /debug/pprof address of each
 }
 
-// fault kills (SIGKILL) or stops (SIGTERM) a random replica and starts a
-// new one after a pause, so that one replica always runs or comes back.
-func (r *replicaSet) fault(rnd *rand.Rand, log *opLog) {
+// dumpGoroutines writes a replica's goroutine stacks to the artifacts.
+func (r *replicaSet) dumpGoroutines(a *framework.Agent, name string) {
 	r.mu.Lock()
-	i := rnd.IntN(len(r.agents))
-	victim := r.agents[i]
-	r.agents = slices.Delete(r.agents, i, i+1)
+	addr := r.pprof[a]
 	r.mu.Unlock()
-	leader := isLeader(r.t, victim)
-	if rnd.IntN(2) == 0 {
-		log.add("fault-sigkill replica leader=%v", leader)
-		victim.Kill()
-	} else {
-		log.add("fault-sigterm replica leader=%v", leader)
-		victim.Stop(30 * time.Second)
+	_, body, err := framework.Get(r.t.Context(), "http://"+addr+"/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		r.t.Logf("failed to read the goroutines of a replica: %v", err)
+		return
 	}
-	time.Sleep(time.Duration(2+rnd.IntN(4)) * time.Second)
-	r.start(log)
+	framework.WriteFile(r.t, name, []byte(body))
 }
 
+// fault injects one fault and heals it: SIGKILL or SIGTERM of a random
+// replica (a new one starts 2–5 s later), SIGSTOP of the leader for longer
+// than its lease (then SIGCONT: it must step down; if it exits, a new
+// replica starts), or the second kcp shard stopped for 5–20 s.
+func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, log *opLog) {
+	switch n := rnd.IntN(100); {
+	case n < 60:
+		r.mu.Lock()
+		i := rnd.IntN(len(r.agents))
+		victim := r.agents[i]
+		r.agents = slices.Delete(r.agents, i, i+1)
+		r.mu.Unlock()
+		leader := isLeader(r.t, victim)
+		if n < 30 {
+			log.add("fault-sigkill replica leader=%v", leader)
+			victim.Kill()
+		} else {
+			log.add("fault-sigterm replica leader=%v", leader)
+			victim.Stop(30 * time.Second)
+		}
+		time.Sleep(time.Duration(2+rnd.IntN(4)) * time.Second)
+		r.start(log)
+	case n < 80:
+		pause := soakLease + time.Duration(5+rnd.IntN(10))*time.Second
+		r.mu.Lock()
+		agents := slices.Clone(r.agents)
+		r.mu.Unlock()
+		var victim *framework.Agent
+		for _, a := range agents {
+			if isLeader(r.t, a) {
+				victim = a
+			}
+		}
+		if victim == nil {
+			log.add("fault-sigstop-leader: no leader to stop")
+			return
+		}
+		log.add("fault-sigstop-leader for %s", pause)
+		_ = syscall.Kill(-victim.Pid(), syscall.SIGSTOP)
+		time.Sleep(pause)
+		_ = syscall.Kill(-victim.Pid(), syscall.SIGCONT)
+		// It lost the lease: it must stop leading (the manager ends the
+		// process); a replacement starts.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = victim.Wait(ctx)
+		exited := victim.Exited()
+		log.add("fault-sigcont-leader exited=%v code=%d", exited, victim.ExitCode())
+		if exited {
+			r.mu.Lock()
+			r.agents = slices.DeleteFunc(r.agents, func(a *framework.Agent) bool { return a == victim })
+			r.mu.Unlock()
+			r.start(log)
+		}
+	default:
+		down := time.Duration(5+rnd.IntN(16)) * time.Second
+		log.add("fault-shard-stop %s for %s", framework.SecondShard, down)
+		k.StopShard(r.t, framework.SecondShard)
+		time.Sleep(down)
+		k.StartShard(r.t, framework.SecondShard)
+		log.add("fault-shard-started %s", framework.SecondShard)
+	}
+}
+
+// start starts a replica (log: nil before the run).
 func (r *replicaSet) start(log *opLog) {
-	a := framework.StartAgent(r.t, r.args...)
+	pprof := framework.MustFreeAddress(r.t)
+	a := framework.StartAgent(r.t, append(slices.Clone(r.args), "--pprof-address="+pprof)...)
 	r.mu.Lock()
 	r.agents = append(r.agents, a)
+	r.pprof[a] = pprof
 	r.mu.Unlock()
-	log.add("replica-started")
+	if log != nil {
+		log.add("replica-started")
+	}
 }
 
-// heal makes sure two replicas run.
+// heal makes sure two replicas run: exited ones are replaced.
 func (r *replicaSet) heal(log *opLog) {
 	r.mu.Lock()
+	r.agents = slices.DeleteFunc(r.agents, func(a *framework.Agent) bool { return a.Exited() })
 	missing := 2 - len(r.agents)
 	r.mu.Unlock()
 	for range missing {
 		r.start(log)
 	}
+}
+
+// oneLeaderRunning checks that exactly one replica leads and runs one sync
+// controller per PublishedResource, and that the standby runs none.
+func (r *replicaSet) oneLeaderRunning(t *testing.T, controllers int) {
+	t.Helper()
+	framework.WaitFor(t, syncTimeout, "one leader with every sync controller", func(ctx context.Context) (bool, error) {
+		leaders := 0
+		r.mu.Lock()
+		agents := slices.Clone(r.agents)
+		r.mu.Unlock()
+		for _, a := range agents {
+			if a.Exited() {
+				return false, fmt.Errorf("a replica exited with code %d", a.ExitCode())
+			}
+			want := 0.0
+			if isLeader(t, a) {
+				leaders++
+				want = float64(controllers)
+			}
+			got, err := scrapeMetric(ctx, a, "sync_agent_sync_controllers")
+			if err != nil {
+				return false, err
+			}
+			if got != want {
+				return false, fmt.Errorf("a replica (leader=%v) runs %v sync controllers, want %v", want > 0, got, want)
+			}
+		}
+		if leaders != 1 {
+			return false, fmt.Errorf("%d leaders", leaders)
+		}
+		return true, nil
+	})
+}
+
+// leader returns the replica that leads.
+func (r *replicaSet) leader(t *testing.T) *framework.Agent {
+	t.Helper()
+	r.mu.Lock()
+	agents := slices.Clone(r.agents)
+	r.mu.Unlock()
+	for _, a := range agents {
+		if isLeader(t, a) {
+			return a
+		}
+	}
+	t.Fatal("no replica leads")
+	return nil
 }
 
 var leaderMetric = regexp.MustCompile(`(?m)^leader_election_master_status\{[^}]*\} 1$`)

@@ -30,8 +30,17 @@ import (
 // the given label pairs.
 func metricValue(t *testing.T, agent *framework.Agent, name string, labels ...string) float64 {
 	t.Helper()
-	_, body, err := framework.Get(t.Context(), "http://"+agent.MetricsAddress+"/metrics")
-	framework.Must(t, err, "scrape metrics")
+	v, err := scrapeMetric(t.Context(), agent, name, labels...)
+	framework.Must(t, err, "scrape metric %s", name)
+	return v
+}
+
+// scrapeMetric is metricValue that returns the failure.
+func scrapeMetric(ctx context.Context, agent *framework.Agent, name string, labels ...string) (float64, error) {
+	_, body, err := framework.Get(ctx, "http://"+agent.MetricsAddress+"/metrics")
+	if err != nil {
+		return 0, err
+	}
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? ([0-9.e+-]+)$`)
 	var sum float64
 	for _, m := range re.FindAllStringSubmatch(body, -1) {
@@ -41,11 +50,13 @@ func metricValue(t *testing.T, agent *framework.Agent, name string, labels ...st
 		}
 		if ok {
 			v, err := strconv.ParseFloat(m[2], 64)
-			framework.Must(t, err, "parse %q", m[2])
+			if err != nil {
+				return 0, fmt.Errorf("parse %q: %w", m[2], err)
+			}
 			sum += v
 		}
 	}
-	return sum
+	return sum, nil
 }
 
 // writes sums the agent's write requests (both sides).

@@ -7,6 +7,7 @@
 package invariant
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1" //nolint:gosec // the contract fixes SHA-1 for the remote-object hash labels.
 	"encoding/hex"
@@ -18,7 +19,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,6 +113,11 @@ type Checker struct {
 	// other logical cluster are orphans.
 	Workspaces []Workspace
 	Resources  []Resource
+
+	// secrets holds the Secrets listed during one Check, by side ("" for
+	// the service cluster, else the workspace) and namespace: one list per
+	// namespace instead of a read per related object.
+	secrets map[[2]string]map[string]*unstructured.Unstructured
 }
 
 // Violation is one broken invariant.
@@ -154,6 +159,7 @@ func (k Key) String() string {
 // Check reads both sides and returns every violation, sorted by rule and
 // object. An error means a side could not be read (nothing was decided).
 func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
+	c.secrets = map[[2]string]map[string]*unstructured.Unstructured{}
 	var out []Violation
 	// State Secrets name their primary by hashes only.
 	statePrimaries := map[string]bool{}
@@ -260,6 +266,11 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		return nil, nil, err
 	}
 	out = append(out, vs...)
+	for k := range r.Kept {
+		if known[k.Cluster] && !r.copyAllowed(primaries[k]) {
+			live[stateKey(k)] = true // released with its PublishedResource: its state stays, with or without a copy
+		}
+	}
 	for _, k := range sortedKeys(byPrimary) {
 		if r.copyAllowed(primaries[k]) {
 			continue
@@ -269,7 +280,6 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		case !known[k.Cluster]:
 			rule, why = RuleUnknownWorkspace, "no bound workspace "+k.Cluster
 		case r.Kept[k]:
-			live[stateKey(k)] = true // released with its PublishedResource: copy and state stay
 			continue
 		}
 		for _, cp := range byPrimary[k] {
@@ -362,13 +372,13 @@ func secret(namespace, name string) *unstructured.Unstructured {
 func (c *Checker) checkRelated(ctx context.Context, r Resource, k Key, ws ctrlruntimeclient.Reader, cp *unstructured.Unstructured) ([]Violation, error) {
 	var out []Violation
 	for _, rel := range r.Related {
-		inKcp, err := getOrNil(ctx, ws, secret(k.Namespace, k.Name+rel.Suffix))
+		inKcp, err := c.secret(ctx, k.Cluster, ws, k.Namespace, k.Name+rel.Suffix)
 		if err != nil {
-			return nil, fmt.Errorf("failed to get related Secret %s of %s: %w", k.Name+rel.Suffix, k, err)
+			return nil, err
 		}
-		local, err := getOrNil(ctx, c.Service, secret(cp.GetNamespace(), cp.GetName()+rel.Suffix))
+		local, err := c.secret(ctx, "", c.Service, cp.GetNamespace(), cp.GetName()+rel.Suffix)
 		if err != nil {
-			return nil, fmt.Errorf("failed to get related Secret %s/%s: %w", cp.GetNamespace(), cp.GetName()+rel.Suffix, err)
+			return nil, err
 		}
 		name := k.String() + " " + rel.Suffix
 		src, dst, dstName := inKcp, local, cp.GetNamespace()+"/"+cp.GetName()+rel.Suffix
@@ -396,13 +406,23 @@ func (c *Checker) checkRelated(ctx context.Context, r Resource, k Key, ws ctrlru
 	return out, nil
 }
 
-// getOrNil reads obj; nil when it does not exist.
-func getOrNil(ctx context.Context, c ctrlruntimeclient.Reader, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	err := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), obj)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+// secret returns a Secret of a side (nil: none), listing its namespace
+// once per Check.
+func (c *Checker) secret(ctx context.Context, side string, r ctrlruntimeclient.Reader, namespace, name string) (*unstructured.Unstructured, error) {
+	key := [2]string{side, namespace}
+	if _, ok := c.secrets[key]; !ok {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		if err := r.List(ctx, list, ctrlruntimeclient.InNamespace(namespace)); err != nil {
+			return nil, fmt.Errorf("failed to list the Secrets of namespace %q (%s): %w", namespace, cmp.Or(side, "service cluster"), err)
+		}
+		byName := map[string]*unstructured.Unstructured{}
+		for i := range list.Items {
+			byName[list.Items[i].GetName()] = &list.Items[i]
+		}
+		c.secrets[key] = byName
 	}
-	return obj, err
+	return c.secrets[key][name], nil
 }
 
 // checkStaleRelated reports related copies (by their names) next to local
@@ -423,13 +443,12 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 	}
 	var out []Violation
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
-		if err := c.Service.List(ctx, list, ctrlruntimeclient.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("failed to list the Secrets of %s: %w", ns, err)
+		if _, err := c.secret(ctx, "", c.Service, ns, ""); err != nil {
+			return nil, err
 		}
-		for i := range list.Items {
-			s := &list.Items[i]
+		secrets := c.secrets[[2]string{"", ns}]
+		for _, name := range slices.Sorted(maps.Keys(secrets)) {
+			s := secrets[name]
 			for _, rel := range r.Related {
 				owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
 				if ok && rel.Origin != OriginService && !live[ns+"/"+owner] {

@@ -244,6 +244,11 @@ func TestChecker(t *testing.T) {
 			w.kcp["ws2"] = nil
 			w.kept = map[Key]bool{{Cluster: "ws2", Namespace: "default", Name: "b"}: true}
 		}},
+		{name: "the state of an object deleted with its PublishedResource is kept without its copy", change: func(w *world) {
+			w.kcp["ws2"] = nil
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "copy-b" })
+			w.kept = map[Key]bool{{Cluster: "ws2", Namespace: "default", Name: "b"}: true}
+		}},
 		{name: "kept is no excuse in a workspace that is not bound", change: func(w *world) {
 			w.service = append(w.service, localCopy("ws9", "z", nil))
 			w.kept = map[Key]bool{{Cluster: "ws9", Namespace: "default", Name: "z"}: true}

@@ -37,6 +37,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -129,7 +130,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
 		Watches(&syncagentv1alpha1.PublishedResource{}, toExport, builder.WithPredicates(selected)).
 		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), toExport)).
-		Complete(r)
+		Complete(lifecycle.QuietOnStop[reconcile.Request](r))
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -89,7 +90,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		// controllers' conditions. Writes happen only on differences.
 		For(&syncagentv1alpha1.PublishedResource{}, builder.WithPredicates(selected)).
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, selection.CRDEventHandler(r.client, opts.Selector, opts.Resolver.Invalidate, log)).
-		Complete(r)
+		Complete(lifecycle.QuietOnStop[reconcile.Request](r))
 }
 
 // Reconcile implements reconcile.Reconciler.

@@ -59,6 +59,9 @@ func (r *Reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	if projected != nil {
 		in.KcpScope = projected.Spec.Scope
 	}
+	if src != nil {
+		in.LocalScope = src.Spec.Scope
+	}
 	checked := validation.Check(pr, in)
 	out.config = checked.Condition()
 	if len(checked.Deprecated) > 0 && r.deprecations.First(pr) {

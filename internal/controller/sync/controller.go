@@ -30,6 +30,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
@@ -452,16 +453,10 @@ func waitBackoff(n int) time.Duration {
 // the next controller starts from a full list.
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	if stopping(ctx, err) {
+	if lifecycle.Stopping(ctx, err) {
 		return reconcile.Result{}, nil
 	}
 	return res, err
-}
-
-// stopping reports whether err comes from the end of the controller's
-// context run (not from a deadline of one request).
-func stopping(run context.Context, err error) bool {
-	return err != nil && run.Err() != nil && errors.Is(err, context.Canceled)
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
@@ -514,7 +509,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if r.pr.Spec.EnableWorkspacePaths {
 		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
-			if stopping(run, err) {
+			if lifecycle.Stopping(run, err) {
 				return reconcile.Result{}, err
 			}
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
@@ -528,7 +523,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 		recorder.Event(o, eventType, reason, message)
 	}
 	res, err := s.Process(ctx, ws, obj)
-	if stopping(run, err) {
+	if lifecycle.Stopping(run, err) {
 		return reconcile.Result{}, err
 	}
 	if apierrors.IsConflict(err) {

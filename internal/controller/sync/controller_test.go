@@ -134,31 +134,3 @@ func TestCachedReadsHaveADeadline(t *testing.T) {
 		t.Fatal("the read did not end with its context")
 	}
 }
-
-// TestStopping: only a cancellation of the controller's own context counts
-// as "the controller stops"; a request's deadline or a cancellation while
-// the controller runs is a failure.
-func TestStopping(t *testing.T) {
-	stopped, cancel := context.WithCancel(context.Background())
-	cancel()
-	patchErr := fmt.Errorf("failed to add the finalizer: %w", context.Canceled)
-	tests := []struct {
-		name string
-		run  context.Context
-		err  error
-		want bool
-	}{
-		{"the controller stopped during a request", stopped, patchErr, true},
-		{"no error", stopped, nil, false},
-		{"a request's deadline while stopping", stopped, fmt.Errorf("get: %w", context.DeadlineExceeded), false},
-		{"a canceled request while the controller runs", context.Background(), patchErr, false},
-		{"another error while stopping", stopped, errors.New("forbidden"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := stopping(tt.run, tt.err); got != tt.want {
-				t.Errorf("stopping = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}

@@ -48,6 +48,7 @@ import (
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -318,7 +319,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	if opts.Target.APIExportMode {
 		b = b.WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha2.APIExport{}), allSelected))
 	}
-	return b.Complete(r)
+	return b.Complete(lifecycle.QuietOnStop[reconcile.Request](r))
 }
 
 // sourceOwner returns the name of the PublishedResource that syncs pr's
@@ -510,7 +511,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 		return
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
-	if n, err := r.releaseResource(ctx, prName, gr, urls); err != nil {
+	if n, err := r.releaseResource(ctx, prName, gr, urls); err != nil && !lifecycle.Stopping(ctx, err) {
 		r.log.Error(err, "Failed to release the objects of a PublishedResource deleted without the agent's finalizer", "publishedresource", prName, "released", n)
 	}
 }
@@ -528,6 +529,9 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	}
 	r.fleet.Stop(pr.Name)
 	if err := r.releaseAll(ctx, pr, urls); err != nil {
+		if lifecycle.Stopping(ctx, err) {
+			return reconcile.Result{}, err // the agent stops; the next leader releases
+		}
 		r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name)
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
 			"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -162,8 +163,11 @@ func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured) (b
 }
 
 // releaseObject removes our finalizer from obj (of a workspace of the
-// endpoint) if it has it; the patch fails if the object changed since it
-// was read.
+// endpoint) if it has it. The patch fails if the object changed since it
+// was read (another controller's finalizer must not be lost); then the
+// object is read again and the patch retried, so a consumer's concurrent
+// write does not leave our finalizer behind (a one-pass release has no
+// second chance).
 func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (bool, error) {
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return false, nil
@@ -173,27 +177,43 @@ func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.Gr
 	if err != nil {
 		return false, err
 	}
-	rest := make([]string, 0, len(obj.GetFinalizers()))
-	for _, f := range obj.GetFinalizers() {
-		if f != keys.CleanupFinalizer {
-			rest = append(rest, f)
+	objects := c.Resource(gvr).Namespace(obj.GetNamespace())
+	released := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+			return nil
 		}
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest, "resourceVersion": obj.GetResourceVersion()}})
-	if err != nil {
-		return false, err
-	}
-	_, err = c.Resource(gvr).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+		rest := make([]string, 0, len(obj.GetFinalizers()))
+		for _, f := range obj.GetFinalizers() {
+			if f != keys.CleanupFinalizer {
+				rest = append(rest, f)
+			}
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest, "resourceVersion": obj.GetResourceVersion()}})
+		if err != nil {
+			return err
+		}
+		_, err = objects.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsConflict(err) {
+			fresh, gerr := objects.Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			obj = fresh
+		}
+		released = err == nil
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("failed to release %s %s in workspace %s: %w", gvr.Resource, objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()), cluster, err)
 	}
-	if rel.event != nil {
+	if released && rel.event != nil {
 		rel.event(cluster, obj)
 	}
-	return true, nil
+	return released, nil
 }
 
 // releaseRelated removes our finalizer from the kcp-origin related objects

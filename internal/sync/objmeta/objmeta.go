@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
@@ -60,7 +61,9 @@ func (r Remote) Annotations() map[string]string {
 }
 
 // Selector finds the local copies of r: cluster and name hash, plus the
-// namespace hash for namespaced kcp objects (exactly as the reference).
+// namespace hash for namespaced kcp objects and its absence for
+// cluster-scoped ones (the reference's selector also takes namespaced
+// objects of the same workspace and name for a cluster-scoped one's).
 func (r Remote) Selector() labels.Selector {
 	l := labels.Set{
 		keys.RemoteObjectCluster:  r.Cluster,
@@ -68,9 +71,21 @@ func (r Remote) Selector() labels.Selector {
 	}
 	if r.Namespace != "" {
 		l[keys.RemoteObjectNamespaceHash] = Hash(r.Namespace)
+		return labels.SelectorFromSet(l)
 	}
-	return labels.SelectorFromSet(l)
+	return labels.SelectorFromSet(l).Add(clusterScoped)
 }
+
+// clusterScoped selects objects of cluster-scoped kcp objects: without it,
+// the labels of a cluster-scoped object would also select every namespaced
+// object of the same workspace and name.
+var clusterScoped = func() labels.Requirement {
+	req, err := labels.NewRequirement(keys.RemoteObjectNamespaceHash, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	return *req
+}()
 
 // RemoteIndex names the cache index of objects by the kcp object their
 // remote-object labels name (local copies and state Secrets), so that

@@ -45,6 +45,14 @@ func TestRemote_labelsAndSelector(t *testing.T) {
 	if _, ok := cluster.Annotations()["syncagent.kcp.io/remote-object-workspace-path"]; ok {
 		t.Error("no path annotation without a path")
 	}
+	// A cluster-scoped object's selector takes its own copies, never those
+	// of a namespaced object of the same workspace and name.
+	if !cluster.Selector().Matches(labels.Set(cluster.Labels("agent"))) {
+		t.Error("the selector of a cluster-scoped object does not match its own labels")
+	}
+	if cluster.Selector().Matches(labels.Set(ns.Labels("agent"))) {
+		t.Error("the selector of a cluster-scoped object matches a namespaced object of the same name")
+	}
 }
 
 func local(labels, annotations map[string]string) *unstructured.Unstructured {

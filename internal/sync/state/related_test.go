@@ -659,3 +659,38 @@ func TestRelatedRecordsOf(t *testing.T) {
 		t.Errorf("PrimaryOf = %+v, want %+v", p, primary)
 	}
 }
+
+// TestStore_clusterScopedSameName: a cluster-scoped primary's labels are a
+// subset of those of a namespaced primary with the same workspace and
+// name (no namespace hash); its Put and Delete must not take the other
+// one's state (found by the soak: a Widget obj-1 deleted the state of the
+// Gadget default/obj-1 of its workspace, whose next update then lost the
+// fields the service side had set).
+func TestStore_clusterScopedSameName(t *testing.T) {
+	ctx := t.Context()
+	store, c := newStore(t, interceptor.Funcs{})
+	widget := primary
+	widget.APIVersion, widget.Kind, widget.Namespace = "kcp.example.com/v1", "Widget", ""
+	if err := store.Put(ctx, primary, normalized); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, widget, normalized); err != nil {
+		t.Fatal(err)
+	}
+	want := sortedStrings(SecretName(primary), SecretName(widget))
+	if diff := cmp.Diff(want, secretNames(t, c)); diff != "" {
+		t.Errorf("Secrets after the Widget's Put (-want +got):\n%s", diff)
+	}
+	if known, err := store.Known(ctx, widget); err != nil || !known {
+		t.Errorf("Known(widget) = %v, %v; want true", known, err)
+	}
+	if err := store.Delete(ctx, widget); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{SecretName(primary)}, secretNames(t, c)); diff != "" {
+		t.Errorf("Secrets after deleting the Widget's state (-want +got):\n%s", diff)
+	}
+	if known, err := store.Known(ctx, widget); err != nil || known {
+		t.Errorf("Known(widget) after its deletion = %v, %v; want false (the Thing's state is not the Widget's)", known, err)
+	}
+}

@@ -112,6 +112,12 @@ func (s *Store) selector(p Primary, related bool) labels.Selector {
 	}
 	set[keys.ObjectState] = "true"
 	sel := labels.SelectorFromSet(set)
+	if p.Namespace == "" {
+		// Not another primary's of the same workspace and name in a
+		// namespace (its labels are a superset).
+		req, _ := labels.NewRequirement(keys.RemoteObjectNamespaceHash, selection.DoesNotExist, nil)
+		sel = sel.Add(*req)
+	}
 	if !related {
 		req, _ := labels.NewRequirement(keys.RelatedIdentifier, selection.DoesNotExist, nil)
 		sel = sel.Add(*req)

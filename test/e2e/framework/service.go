@@ -17,6 +17,23 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// EnvServiceAudit, when set, makes the service cluster's kube-apiserver
+// write an audit log of every write (with the request body for the test
+// types of example.com) to service-audit.log in the test's artifacts.
+const EnvServiceAudit = "E2E_SERVICE_AUDIT"
+
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Request
+  verbs: ["create", "update", "patch", "delete"]
+  resources: [{group: "example.com"}]
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
 // ServiceCluster is a real kube-apiserver + etcd started for one test.
 type ServiceCluster struct {
 	Config *rest.Config
@@ -59,6 +76,10 @@ func StartServiceCluster(t T) *ServiceCluster {
 	env.ControlPlane.Etcd = &envtest.Etcd{URL: &url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", etcdPort)}}
 	api := env.ControlPlane.GetAPIServer()
 	api.Address, api.Port = "127.0.0.1", strconv.Itoa(apiPort) // SecureServing
+	if os.Getenv(EnvServiceAudit) != "" {
+		policy := WriteFile(t, "service-audit-policy.yaml", []byte(auditPolicy))
+		api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", filepath.Join(ArtifactsDir(t), "service-audit.log"))
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("failed to start the service cluster: %v", err)

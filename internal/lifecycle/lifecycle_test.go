@@ -1,0 +1,73 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestQuietOnStop(t *testing.T) {
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	failed := errors.New("boom")
+	canceled := fmt.Errorf("client rate limiter Wait returned an error: %w", context.Canceled)
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		err     error
+		wantErr bool
+	}{
+		{name: "cut off by the end of the run", ctx: stopped, err: canceled},
+		{name: "cut off, joined with a status write cut off too", ctx: stopped, err: errors.Join(canceled, canceled)},
+		{name: "a real failure while stopping is still reported", ctx: stopped, err: failed, wantErr: true},
+		{name: "a canceled request of a running controller is reported", ctx: context.Background(), err: canceled, wantErr: true},
+		{name: "a deadline is reported", ctx: stopped, err: context.DeadlineExceeded, wantErr: true},
+		{name: "success", ctx: context.Background()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inner := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+				return reconcile.Result{RequeueAfter: time.Second}, tt.err
+			})
+			res, err := QuietOnStop[reconcile.Request](inner).Reconcile(tt.ctx, reconcile.Request{})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, want an error: %v", err, tt.wantErr)
+			}
+			if stopping := tt.err != nil && !tt.wantErr; stopping && !res.IsZero() {
+				t.Errorf("a pass cut off by the stop asks for a requeue: %+v", res)
+			}
+		})
+	}
+}
+
+// TestStopping: only a cancellation of the controller's own context counts
+// as "the controller stops"; a request's deadline or a cancellation while
+// the controller runs is a failure.
+func TestStopping(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	patchErr := fmt.Errorf("failed to add the finalizer: %w", context.Canceled)
+	tests := []struct {
+		name string
+		run  context.Context
+		err  error
+		want bool
+	}{
+		{"the controller stopped during a request", stopped, patchErr, true},
+		{"no error", stopped, nil, false},
+		{"a request's deadline while stopping", stopped, fmt.Errorf("get: %w", context.DeadlineExceeded), false},
+		{"a canceled request while the controller runs", context.Background(), patchErr, false},
+		{"another error while stopping", stopped, errors.New("forbidden"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Stopping(tt.run, tt.err); got != tt.want {
+				t.Errorf("Stopping = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
