@@ -78,15 +78,17 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 # checker. SEED replays a schedule, DURATION sets how long operations run,
 # WORKSPACES how many workspaces bind at the start. The soak starts its own
 # sharded kcp, so the suite's shared one is not started.
-SEED       ?=
-DURATION   ?= 2m
-WORKSPACES ?= 8
+SEED         ?=
+DURATION     ?= 2m
+WORKSPACES   ?= 8
+SOAK_TIMEOUT ?= 120m
+SOAK_DIR      = $(ARTIFACTS)/soak$(if $(SEED),-$(SEED))
 .PHONY: soak
-soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m, WORKSPACES=8).
-	mkdir -p $(ARTIFACTS)
-	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
+soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m, WORKSPACES=8); logs in _artifacts/soak-<seed>.
+	rm -rf $(SOAK_DIR) && mkdir -p $(SOAK_DIR)
+	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(SOAK_DIR) \
 		E2E_NO_SHARED_KCP=1 SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) SOAK_WORKSPACES=$(WORKSPACES) \
-		go test -tags 'e2e soak' -count=1 -timeout 120m -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(ARTIFACTS)/soak$(if $(SEED),-$(SEED)).log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
+		go test -tags 'e2e soak' -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(SOAK_DIR)/soak.log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
 
 # The short soak of `make test`: a fixed list of seeds (a deterministic
 # schedule in CI), SOAK_SHORT_DURATION of operations each.
@@ -96,7 +98,7 @@ SOAK_SHORT_DURATION ?= 90s
 soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (1 2), SOAK_SHORT_DURATION (90s) each.
 	@set -e; for s in $(SOAK_SEEDS); do \
 		echo "soak seed $$s, $(SOAK_SHORT_DURATION)"; \
-		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION); \
+		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION) SOAK_TIMEOUT=20m; \
 	done
 
 # The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, UNRELATED, BASELINE_AGENT,

@@ -182,8 +182,18 @@ func namesPerWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
 		return err != nil
 	}
 	return anyNode(tpl.Root, func(n parse.Node) bool {
-		f, ok := n.(*parse.FieldNode)
-		return ok && (f.Ident[0] == "ClusterName" || f.Ident[0] == "ClusterPath")
+		var idents []string
+		switch n := n.(type) {
+		case *parse.FieldNode: // .ClusterName
+			idents = n.Ident
+		case *parse.VariableNode: // $.ClusterName
+			if len(n.Ident) > 1 {
+				idents = n.Ident[1:]
+			}
+		case *parse.StringNode: // index . "ClusterName"
+			idents = []string{n.Text}
+		}
+		return len(idents) > 0 && (idents[0] == "ClusterName" || idents[0] == "ClusterPath")
 	})
 }
 

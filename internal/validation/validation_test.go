@@ -197,6 +197,12 @@ func TestCheck(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
+			name:       "a naming template with the workspace through $ for a cluster-scoped local type",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ $.ClusterName }}-{{ .Object.metadata.name }}"}},
+			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
 			name:       "a legacy naming pattern with the workspace for a cluster-scoped local type",
 			spec:       syncagentv1alpha1.PublishedResourceSpec{Naming: &syncagentv1alpha1.ResourceNaming{Name: "$remoteClusterName-$remoteName"}},
 			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},

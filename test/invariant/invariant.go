@@ -31,6 +31,7 @@ const (
 	labelNamespaceHash = "syncagent.kcp.io/remote-object-namespace-hash"
 	labelAgent         = "syncagent.kcp.io/agent-name"
 	labelState         = "syncagent.kcp.io/object-state"
+	labelRelated       = "syncagent.kcp.io/related-identifier"
 	annotationName     = "syncagent.kcp.io/remote-object-name"
 	annotationNS       = "syncagent.kcp.io/remote-object-namespace"
 	finalizer          = "syncagent.kcp.io/cleanup"
@@ -161,7 +162,8 @@ func (k Key) String() string {
 func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 	c.secrets = map[[2]string]map[string]*unstructured.Unstructured{}
 	var out []Violation
-	// State Secrets name their primary by hashes only.
+	// State Secrets name their primary by labels (hashes) and, for a
+	// primary's own state, by a name that includes its kind.
 	statePrimaries := map[string]bool{}
 	for _, r := range c.Resources {
 		vs, hashes, err := c.checkResource(ctx, r)
@@ -239,14 +241,14 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		cps := byPrimary[k]
 		if r.Selected != nil && !r.Selected(obj) {
 			if hasFinalizer { // synced before: the copy and its state stay, unsynced
-				live[stateKey(k)] = true
+				r.markLive(live, k)
 				if len(cps) > 1 {
 					out = append(out, Violation{RuleOneCopy, k.String(), "at most one " + r.Local.Kind + " (filtered out)", fmt.Sprintf("%d: %s", len(cps), names(cps))})
 				}
 			}
 			continue
 		}
-		live[stateKey(k)] = true
+		r.markLive(live, k)
 		if !hasFinalizer {
 			out = append(out, Violation{RuleFinalizer, k.String(), finalizer, fmt.Sprint(obj.GetFinalizers())})
 		}
@@ -268,7 +270,7 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	out = append(out, vs...)
 	for k := range r.Kept {
 		if known[k.Cluster] && !r.copyAllowed(primaries[k]) {
-			live[stateKey(k)] = true // released with its PublishedResource: its state stays, with or without a copy
+			r.markLive(live, k) // released with its PublishedResource: its state stays, with or without a copy
 		}
 	}
 	for _, k := range sortedKeys(byPrimary) {
@@ -287,6 +289,22 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		}
 	}
 	return out, live, nil
+}
+
+// markLive records that k's state may exist: its labels (related state
+// Secrets) and its own state Secret's name, which includes the kind.
+func (r Resource) markLive(live map[string]bool, k Key) {
+	live[stateKey(k)] = true
+	live[stateName(r.Kcp, k)] = true
+}
+
+// stateName is the name of a primary's own state Secret (contract §4.4).
+func stateName(gvk schema.GroupVersionKind, k Key) string {
+	var b strings.Builder
+	// encoding/json of a map: sorted keys, HTML escaping, a newline.
+	enc := json.NewEncoder(&b)
+	_ = enc.Encode(map[string]string{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "name": k.Name, "namespace": k.Namespace})
+	return "obj-state-" + k.Cluster + "-" + hash(b.String())[:20]
 }
 
 // copyAllowed tells whether a kcp object (nil: none) may have a local copy:
@@ -506,7 +524,11 @@ func (c *Checker) checkState(ctx context.Context, live map[string]bool) ([]Viola
 		if owner := l[labelAgent]; owner != "" && owner != c.AgentName {
 			continue
 		}
-		if !live[l[labelCluster]+"|"+l[labelNameHash]+"|"+l[labelNamespaceHash]] {
+		key := l[labelCluster] + "|" + l[labelNameHash] + "|" + l[labelNamespaceHash]
+		if _, related := l[labelRelated]; !related {
+			key = s.GetName() // a primary's own state: its name says which kind
+		}
+		if !live[key] {
 			out = append(out, Violation{RuleOrphanState, objectName(s), "no state without a live kcp object", "a state Secret of cluster " + l[labelCluster]})
 		}
 	}

@@ -94,7 +94,7 @@ func state(ws, name string) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{}
 	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
 	o.SetNamespace("kcp-system")
-	o.SetName("obj-state-" + ws + "-" + name)
+	o.SetName(stateName(kcpThing, Key{ws, "default", name}))
 	o.SetLabels(map[string]string{labelState: "true", labelCluster: ws, labelNameHash: hash(name), labelNamespaceHash: hash("default"), labelAgent: "agent"})
 	return o
 }
@@ -205,9 +205,9 @@ func TestChecker(t *testing.T) {
 		}, want: []string{"finalizer ws2|default/b"}},
 		{name: "a deletion stuck on our finalizer, its copy and state left", change: func(w *world) {
 			w.kcp["ws2"] = []ctrlruntimeclient.Object{deleting(primary("b", map[string]any{"color": "blue"}))}
-		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b", "no-stuck-deletion ws2|default/b"}},
+		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws2", "default", "b"}), "no-stuck-deletion ws2|default/b"}},
 		{name: "a copy and state of a deleted object", change: func(w *world) { w.kcp["ws2"] = nil },
-			want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b"}},
+			want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws2", "default", "b"})}},
 		{name: "a copy of a workspace that is not bound", change: func(w *world) {
 			w.service = append(w.service, localCopy("ws9", "z", nil))
 		}, want: []string{"no-unknown-workspace ws9/copy-z"}},
@@ -216,7 +216,7 @@ func TestChecker(t *testing.T) {
 			p.SetLabels(map[string]string{"skip": "yes"})
 			p.SetFinalizers(nil)
 			w.kcp["ws2"] = []ctrlruntimeclient.Object{p}
-		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/obj-state-ws2-b"}},
+		}, want: []string{"no-orphan-copy ws2/copy-b", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws2", "default", "b"})}},
 		{name: "a related copy is missing", change: func(w *world) { w.service = w.service[:len(w.service)-1] },
 			want: []string{"related-copy ws1|default/a -secret"}},
 		{name: "a related copy with old data", change: func(w *world) {
@@ -230,7 +230,7 @@ func TestChecker(t *testing.T) {
 		{name: "a related copy whose source is gone", change: func(w *world) { w.kcp["ws1"] = slices.Delete(w.kcp["ws1"], 1, 2) },
 			want: []string{"no-stale-related-copy ws1/copy-a-secret (of ws1|default/a -secret)"}},
 		{name: "a related copy of a deleted primary", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][1:] },
-			want: []string{"no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/obj-state-ws1-a", "no-stale-related-copy ws1/copy-a-secret"}},
+			want: []string{"no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws1", "default", "a"}), "no-stale-related-copy ws1/copy-a-secret"}},
 		{name: "an object the filter leaves out after its sync keeps its copy and state", change: func(w *world) {
 			w.kcp["ws2"] = []ctrlruntimeclient.Object{labelled(primary("b", map[string]any{"color": "green"}), "skip", "yes")}
 		}},
@@ -276,13 +276,18 @@ func TestChecker(t *testing.T) {
 		{name: "a service-origin source stays when its primary goes", change: func(w *world) {
 			w.kcp["ws1"] = nil
 			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool {
-				return o.GetName() == "copy-a" || o.GetName() == "copy-a-secret" || o.GetName() == "obj-state-ws1-a"
+				return o.GetName() == "copy-a" || o.GetName() == "copy-a-secret" || o.GetName() == stateName(kcpThing, Key{"ws1", "default", "a"})
 			})
 		}},
 		{name: "a PublishedResource that does not say it syncs", change: func(w *world) {
 			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "things" })
 			w.service = append(w.service, publishedResource("False/NotReady", "False/EndpointUnreachable"))
 		}, want: []string{"conditions-true PublishedResource things", "conditions-true PublishedResource things"}},
+		{name: "the state of a deleted object of another kind with a live object's name", change: func(w *world) {
+			gadget := state("ws1", "a")
+			gadget.SetName(stateName(schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}, Key{"ws1", "default", "a"}))
+			w.service = append(w.service, gadget)
+		}, want: []string{"no-orphan-state kcp-system/" + stateName(schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}, Key{"ws1", "default", "a"})}},
 		{name: "another agent's copies are not ours to judge", change: func(w *world) {
 			other := localCopy("ws9", "z", nil)
 			labels := other.GetLabels()
@@ -306,5 +311,14 @@ func TestChecker(t *testing.T) {
 				t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestStateName: the name of a primary's state Secret as the agent wrote it
+// in a soak run (contract §4.4).
+func TestStateName(t *testing.T) {
+	gadget := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}
+	if got, want := stateName(gadget, Key{"2423iiycrchz1df4", "default", "obj-1"}), "obj-state-2423iiycrchz1df4-6ed5361bda810702b40a"; got != want {
+		t.Errorf("stateName = %s, want %s", got, want)
 	}
 }

@@ -511,7 +511,14 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 		return
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
-	if n, err := r.releaseResource(ctx, prName, gr, urls); err != nil && !lifecycle.Stopping(ctx, err) {
+	n, err := r.releaseResource(ctx, prName, gr, urls)
+	switch {
+	case err == nil:
+	case lifecycle.Stopping(ctx, err):
+		// One pass only (the PublishedResource is gone): say what is left.
+		r.log.Info("The agent stopped during the release of a PublishedResource deleted without the agent's finalizer; its remaining objects keep the finalizer",
+			"publishedresource", prName, "released", n)
+	default:
 		r.log.Error(err, "Failed to release the objects of a PublishedResource deleted without the agent's finalizer", "publishedresource", prName, "released", n)
 	}
 }

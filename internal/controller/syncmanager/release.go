@@ -167,7 +167,8 @@ func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured) (b
 // was read (another controller's finalizer must not be lost); then the
 // object is read again and the patch retried, so a consumer's concurrent
 // write does not leave our finalizer behind (a one-pass release has no
-// second chance).
+// second chance). An object re-created under the name meanwhile is left
+// alone.
 func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (bool, error) {
 	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
 		return false, nil
@@ -198,6 +199,11 @@ func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.Gr
 			fresh, gerr := objects.Get(ctx, obj.GetName(), metav1.GetOptions{})
 			if gerr != nil {
 				return gerr
+			}
+			if fresh.GetUID() != obj.GetUID() {
+				// Another object with the name: not the one this pass
+				// decided to release.
+				return nil
 			}
 			obj = fresh
 		}

@@ -212,7 +212,8 @@ func findSyncReady(pr *syncagentv1alpha1.PublishedResource) *metav1.Condition {
 // TestReleaseLosesNoConcurrentFinalizer: another controller adds its
 // finalizer between the release's list and its patch; the patch carries
 // the listed resourceVersion, so it fails instead of dropping that
-// finalizer, and the next pass releases with both seen.
+// finalizer, and the same pass reads the object again and releases it
+// with both seen.
 func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
 	gvr := schema.GroupVersionResource{Group: "kcp.example.com", Version: "v1", Resource: "things"}
 	gvk := gvr.GroupVersion().WithKind("Thing")
@@ -221,6 +222,7 @@ func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
 	obj.SetNamespace("default")
 	obj.SetName("a")
 	obj.SetResourceVersion("1")
+	obj.SetUID("first")
 	obj.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
 	obj.SetFinalizers([]string{keys.CleanupFinalizer})
 	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, obj)
@@ -288,4 +290,60 @@ func newStateStore() *state.Store {
 		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
 		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build()
 	return &state.Store{Client: c, Live: c, Namespace: "kcp-system", AgentName: "agent"}
+}
+
+// TestReleaseLeavesRecreatedObject: the object is deleted and re-created
+// under its name between the release's list and its patch; the new object
+// is not the one the pass decided to release and keeps its finalizer.
+func TestReleaseLeavesRecreatedObject(t *testing.T) {
+	gvr := schema.GroupVersionResource{Group: "kcp.example.com", Version: "v1", Resource: "things"}
+	gvk := gvr.GroupVersion().WithKind("Thing")
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace("default")
+	obj.SetName("a")
+	obj.SetResourceVersion("1")
+	obj.SetUID("first")
+	obj.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
+	obj.SetFinalizers([]string{keys.CleanupFinalizer})
+	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, obj)
+	c.PrependReactor("patch", "things", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		current, err := c.Tracker().Get(gvr, "default", "a")
+		if err != nil {
+			return true, nil, err
+		}
+		u := current.(*unstructured.Unstructured)
+		if u.GetUID() == "first" { // re-created just before our patch
+			u.SetUID("second")
+			u.SetResourceVersion("2")
+			if err := c.Tracker().Update(gvr, u, "default"); err != nil {
+				return true, nil, err
+			}
+		}
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), "a", errors.New("the object has been modified"))
+	})
+	store := newStateStore()
+	p := state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "a"}, APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+	if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := &release{
+		urls:    []string{"https://shard"},
+		clients: func(string, string) (dynamic.Interface, error) { return c, nil },
+		served:  func(string, schema.GroupResource) (schema.GroupVersionKind, bool, error) { return gvk, true, nil },
+		resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+			return gvr, true, nil
+		},
+		state: store,
+	}
+	if n, err := rel.run(context.Background(), gvr.GroupResource()); err != nil || n != 0 {
+		t.Fatalf("released %d, error %v; want 0 and no error", n, err)
+	}
+	got, err := c.Tracker().Get(gvr, "default", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got.(*unstructured.Unstructured).GetFinalizers(); !slices.Equal(f, []string{keys.CleanupFinalizer}) {
+		t.Errorf("finalizers of the re-created object %v, want ours kept", f)
+	}
 }
