@@ -376,14 +376,6 @@ func (c *Checker) workspace(cluster string) ctrlruntimeclient.Reader {
 	return nil
 }
 
-func secret(namespace, name string) *unstructured.Unstructured {
-	o := &unstructured.Unstructured{}
-	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
-	o.SetNamespace(namespace)
-	o.SetName(name)
-	return o
-}
-
 // checkRelated checks the related Secrets of a live primary with its copy:
 // a live source has our finalizer and a copy with its data; no source, no
 // copy.

@@ -322,3 +322,12 @@ func TestStateName(t *testing.T) {
 		t.Errorf("stateName = %s, want %s", got, want)
 	}
 }
+
+// secret is a Secret to be read or created.
+func secret(namespace, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
