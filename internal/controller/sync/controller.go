@@ -176,24 +176,28 @@ func (c *Controller) Start(ctx context.Context) error {
 	// longer hold the controller (a start that failed before the hub was
 	// started included).
 	defer c.hub.stop()
-	types := c.serviceTypes()
-	for _, t := range types {
-		c.opts.Informers.acquire(t.cache, t.obj)
-	}
+	var acquired []serviceType
 	defer func() {
 		// A source still looking up its informer would create it again
-		// after its removal: wait for the sources that were started.
+		// after its removal, and controller-runtime may start one after
+		// its Start returned: no source starts from now on, and the
+		// started ones are waited for.
 		for _, l := range c.local {
-			if l.started.Load() {
-				<-l.ready
-			}
+			l.shut()
 		}
-		for _, t := range types {
+		for _, t := range acquired {
 			if err := c.opts.Informers.release(t.cache, t.obj); err != nil {
 				c.log.Error(err, "Failed to release an informer")
 			}
 		}
 	}()
+	for _, t := range c.serviceTypes() {
+		if err := c.opts.Informers.acquire(ctx, t.cache, t.obj); err != nil {
+			// Only a stop ends the wait.
+			return nil
+		}
+		acquired = append(acquired, t)
+	}
 	if c.opts.Preflight != nil {
 		if err := c.opts.Preflight(ctx, c.watchedRelated); err != nil {
 			return err

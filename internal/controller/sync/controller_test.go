@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
@@ -132,5 +133,29 @@ func TestCachedReadsHaveADeadline(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the read did not end with its context")
+	}
+}
+
+// timeoutCache models controller-runtime's informer cache for a type whose
+// informer has not synced when the caller's context ends: it answers with
+// a Timeout API error that does not wrap the context's error.
+type timeoutCache struct {
+	cache.Cache
+}
+
+func (timeoutCache) GetInformer(ctx context.Context, _ ctrlruntimeclient.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	<-ctx.Done()
+	return nil, apierrors.NewTimeoutError("failed waiting for *v1.Secret Informer to sync", 0)
+}
+
+// TestCachedReadsCutOffByAStop: a read cut off by the controller's stop
+// says so (lifecycle.Stopping), so that no error is logged for it.
+func TestCachedReadsCutOffByAStop(t *testing.T) {
+	c := cachedReads{Client: fake.NewClientBuilder().Build(), cache: timeoutCache{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "token"}, &corev1.Secret{})
+	if !lifecycle.Stopping(ctx, err) {
+		t.Errorf("err = %v: not seen as a stop", err)
 	}
 }

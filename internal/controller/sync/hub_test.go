@@ -418,3 +418,25 @@ func TestStopWhileASourceStartsLeavesNoInformer(t *testing.T) {
 		t.Error("the informer exists after its last user stopped")
 	}
 }
+
+// TestSourceStartedAfterTheStopAddsNothing: controller-runtime may start a
+// source after the controller's Start returned (its start goroutine
+// outlives a timed-out wait); such a source must not create the informer
+// that the stop has already released.
+func TestSourceStartedAfterTheStopAddsNothing(t *testing.T) {
+	informers := newFakeInformers()
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	s := newLocalSource(informers, obj, func(context.Context, *unstructured.Unstructured, *unstructured.Unstructured) []mcreconcile.Request { return nil })
+	s.shut()
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
+	defer queue.ShutDown()
+	if err := s.Start(context.Background(), queue); err == nil {
+		t.Error("a shut source started")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if informers.has(gvk) {
+		t.Error("a source started after the stop created an informer")
+	}
+}

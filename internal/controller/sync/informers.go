@@ -37,22 +37,27 @@ func keyOf(c cache.Informers, obj ctrlruntimeclient.Object) informerKey {
 
 // acquire counts a use of the informer of obj's type (obj carries its GVK).
 // If the informer is being removed, it waits for that first, so that the
-// caller never finds the informer that is about to go.
-func (s *SharedInformers) acquire(c cache.Informers, obj ctrlruntimeclient.Object) {
+// caller never finds the informer that is about to go; the wait ends with
+// ctx, and then nothing is counted.
+func (s *SharedInformers) acquire(ctx context.Context, c cache.Informers, obj ctrlruntimeclient.Object) error {
 	k := keyOf(c, obj)
 	for {
 		s.mu.Lock()
 		if done, ok := s.removing[k]; ok {
 			s.mu.Unlock()
-			<-done
-			continue
+			select {
+			case <-done:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for the removal of the informer of %s: %w", k.gvk, ctx.Err())
+			}
 		}
 		if s.users == nil {
 			s.users = map[informerKey]int{}
 		}
 		s.users[k]++
 		s.mu.Unlock()
-		return
+		return nil
 	}
 }
 

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -31,14 +32,19 @@ func TestSharedInformersSlowRemoval(t *testing.T) {
 	shared := &SharedInformers{}
 	slow := slowRemoval{fakeInformers: newFakeInformers(), gate: make(chan struct{}), entered: make(chan struct{})}
 	secrets, configMaps := typed(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}), typed(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
-	shared.acquire(slow, secrets)
+	if err := shared.acquire(context.Background(), slow, secrets); err != nil {
+		t.Fatal(err)
+	}
 	released := make(chan error, 1)
 	go func() { released <- shared.release(slow, secrets) }()
 	<-slow.entered
 
 	other := make(chan error, 1)
 	go func() {
-		shared.acquire(slow, configMaps)
+		if err := shared.acquire(context.Background(), slow, configMaps); err != nil {
+			other <- err
+			return
+		}
 		other <- shared.release(slow, configMaps)
 	}()
 	select {
@@ -52,7 +58,7 @@ func TestSharedInformersSlowRemoval(t *testing.T) {
 
 	again := make(chan struct{})
 	go func() {
-		shared.acquire(slow, secrets)
+		_ = shared.acquire(context.Background(), slow, secrets)
 		close(again)
 	}()
 	select {
@@ -68,5 +74,37 @@ func TestSharedInformersSlowRemoval(t *testing.T) {
 	case <-again:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the new use did not go on after the removal")
+	}
+}
+
+// TestAcquireEndsWithItsContext: a use that waits for a hanging removal
+// gives up when its controller stops instead of hanging the stop.
+func TestAcquireEndsWithItsContext(t *testing.T) {
+	shared := &SharedInformers{}
+	slow := slowRemoval{fakeInformers: newFakeInformers(), gate: make(chan struct{}), entered: make(chan struct{})}
+	defer close(slow.gate)
+	secrets := typed(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
+	if err := shared.acquire(context.Background(), slow, secrets); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = shared.release(slow, secrets) }()
+	<-slow.entered
+
+	ctx, cancel := context.WithCancel(context.Background())
+	acquired := make(chan error, 1)
+	go func() { acquired <- shared.acquire(ctx, slow, secrets) }()
+	cancel()
+	select {
+	case err := <-acquired:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want the stop", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("acquire did not end with its context")
+	}
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if n := shared.users[keyOf(slow, secrets)]; n != 0 {
+		t.Errorf("a use that gave up was counted: %d", n)
 	}
 }

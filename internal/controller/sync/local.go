@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,12 +30,14 @@ type localSource struct {
 	// ready is closed once the handler was added (or could not be);
 	// synced once WaitForSync saw it synced.
 	ready      chan struct{}
-	started    atomic.Bool
 	synced     chan struct{}
 	syncedOnce sync.Once
 	mu         sync.Mutex
-	handle     handle
-	err        error
+	// started: Start ran; closed: the controller stopped, a later Start
+	// does nothing.
+	started, closed bool
+	handle        handle
+	err           error
 }
 
 func newLocalSource(c cache.Informers, obj *unstructured.Unstructured, keys func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request) *localSource {
@@ -50,7 +51,13 @@ func (s *localSource) String() string {
 // Start adds the handler in the background (finding the informer may ask
 // discovery) and removes it when ctx ends.
 func (s *localSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
-	s.started.Store(true)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fmt.Errorf("%s: %w", s, errSourceShut)
+	}
+	s.started = true
+	s.mu.Unlock()
 	go func() {
 		hd, err := s.add(ctx, queue)
 		s.mu.Lock()
@@ -62,6 +69,23 @@ func (s *localSource) Start(ctx context.Context, queue workqueue.TypedRateLimiti
 		}
 	}()
 	return nil
+}
+
+// errSourceShut: controller-runtime started a source after its controller
+// stopped.
+var errSourceShut = errors.New("the controller has stopped")
+
+// shut keeps the source from starting from now on and waits until a
+// source that was started has looked up its informer, so that the caller
+// can release the informer without the source creating it again.
+func (s *localSource) shut() {
+	s.mu.Lock()
+	s.closed = true
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		<-s.ready
+	}
 }
 
 func (s *localSource) add(ctx context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) (handle, error) {

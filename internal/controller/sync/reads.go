@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -111,6 +112,11 @@ func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) err
 		}
 	}
 	if _, err := c.cache.GetInformer(ctx, o); err != nil {
+		// The cache answers a wait cut off by ctx with a Timeout error
+		// that does not wrap ctx's error; a stop must read as a stop.
+		if ctx.Err() != nil {
+			err = errors.Join(err, ctx.Err())
+		}
 		return fmt.Errorf("failed to read %s from the workspace cache: %w", gvk, err)
 	}
 	return nil
