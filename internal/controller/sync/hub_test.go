@@ -428,7 +428,9 @@ func TestSourceStartedAfterTheStopAddsNothing(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	s := newLocalSource(informers, obj, func(context.Context, *unstructured.Unstructured, *unstructured.Unstructured) []mcreconcile.Request { return nil })
+	s := newLocalSource(informers, obj, func(context.Context, *unstructured.Unstructured, *unstructured.Unstructured) []mcreconcile.Request {
+		return nil
+	})
 	s.shut()
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]())
 	defer queue.ShutDown()

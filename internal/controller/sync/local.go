@@ -36,8 +36,8 @@ type localSource struct {
 	// started: Start ran; closed: the controller stopped, a later Start
 	// does nothing.
 	started, closed bool
-	handle        handle
-	err           error
+	handle          handle
+	err             error
 }
 
 func newLocalSource(c cache.Informers, obj *unstructured.Unstructured, keys func(ctx context.Context, old, obj *unstructured.Unstructured) []mcreconcile.Request) *localSource {
