@@ -63,6 +63,9 @@ const (
 	soakOperatorLabel = "operator.example.com/seen"
 	// soakSelectLabel is the gadgets' filter label.
 	soakSelectLabel = "soak-sync"
+	// soakTokenLabel is on every kcp-origin related Secret (and so on its
+	// copies): the checker finds stale copies by it.
+	soakTokenLabel = "soak.example.com/token"
 )
 
 // soakKind is one published kind.
@@ -407,7 +410,7 @@ func (w *soakWorld) resources() []invariant.Resource {
 			ServiceOnly: []string{"v1"}, CopiedLabels: []string{"team"}, Service: service, Conditions: true}
 	}
 	things := base(soakThings)
-	things.Related = []invariant.RelatedSecret{{Suffix: "-token"}, {Suffix: "-creds", Origin: invariant.OriginService}}
+	things.Related = []invariant.RelatedSecret{{Suffix: "-token", Label: soakTokenLabel}, {Suffix: "-creds", Origin: invariant.OriginService}}
 	things.Spec = func(kcp map[string]any) map[string]any {
 		out := map[string]any{}
 		for k, v := range kcp {
@@ -787,7 +790,7 @@ func (c *soakClient) createToken(ctx context.Context, cl ctrlruntimeclient.Clien
 		return err
 	}
 	token := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-token", OwnerReferences: []metav1.OwnerReference{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name + "-token", Labels: map[string]string{soakTokenLabel: "yes"}, OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: kcpThing.GroupVersion().String(), Kind: kcpThing.Kind, Name: owner.GetName(), UID: owner.GetUID(),
 		}}},
 		Data: map[string][]byte{"token": []byte(value)},

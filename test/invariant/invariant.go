@@ -90,14 +90,21 @@ type Key struct {
 	Cluster, Namespace, Name string
 }
 
-// RelatedSecret is a related Secret entry. Origin kcp (the default): the
-// source in kcp is "<primary name><Suffix>" in the primary's namespace and
-// its copy is "<local copy name><Suffix>" next to the local copy. Origin
-// service: the other way round; a service-origin copy in kcp stays when its
-// source goes (contract §6.13), so only sources are checked.
+// RelatedSecret is a related Secret entry of a namespaced primary. Origin
+// kcp (the default): the source in kcp is "<primary name><Suffix>" in the
+// primary's namespace and its copy is "<local copy name><Suffix>" next to
+// the local copy. Origin service: the other way round; a service-origin
+// copy in kcp stays when its source goes (contract §6.13), so only sources
+// are checked.
 type RelatedSecret struct {
+	// Suffix is not empty.
 	Suffix string
 	Origin string
+	// Label (required for origin kcp) is a label key that the test puts on
+	// every source. Copies carry their source's labels (contract §4.3) and
+	// nothing else tells them apart, so stale copies are found by it, in
+	// every namespace of the service cluster.
+	Label string
 }
 
 // OriginService is RelatedSecret.Origin for service-origin entries.
@@ -119,6 +126,9 @@ type Checker struct {
 	// the service cluster, else the workspace) and namespace: one list per
 	// namespace instead of a read per related object.
 	secrets map[[2]string]map[string]*unstructured.Unstructured
+	// sources are the kcp-origin related sources that may carry our
+	// finalizer: those named by a primary that may have a copy.
+	sources map[Key]bool
 }
 
 // Violation is one broken invariant.
@@ -160,7 +170,11 @@ func (k Key) String() string {
 // Check reads both sides and returns every violation, sorted by rule and
 // object. An error means a side could not be read (nothing was decided).
 func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
 	c.secrets = map[[2]string]map[string]*unstructured.Unstructured{}
+	c.sources = map[Key]bool{}
 	var out []Violation
 	// State Secrets name their primary by labels (hashes) and, for a
 	// primary's own state, by a name that includes its kind.
@@ -180,6 +194,11 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 		return nil, err
 	}
 	out = append(out, vs...)
+	vs, err = c.checkSourceFinalizers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, vs...)
 	vs, err = c.checkState(ctx, statePrimaries)
 	if err != nil {
 		return nil, err
@@ -192,6 +211,24 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 		return out[i].Object < out[j].Object
 	})
 	return out, nil
+}
+
+// validate refuses configurations the checker would judge wrongly.
+func (c *Checker) validate() error {
+	for _, r := range c.Resources {
+		if len(r.Related) > 0 && !r.KcpNamespaced {
+			return fmt.Errorf("resource %s: related Secrets are checked in the primary's namespace; %s is cluster-scoped", r.Name, r.Kcp.Kind)
+		}
+		for _, rel := range r.Related {
+			if rel.Suffix == "" {
+				return fmt.Errorf("resource %s: a related entry without a suffix would match every Secret", r.Name)
+			}
+			if rel.Origin != OriginService && rel.Label == "" {
+				return fmt.Errorf("resource %s: related entry %q of origin kcp needs the label its sources carry", r.Name, rel.Suffix)
+			}
+		}
+	}
+	return nil
 }
 
 // checkResource checks one PublishedResource's primaries and copies, and
@@ -241,14 +278,14 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		cps := byPrimary[k]
 		if r.Selected != nil && !r.Selected(obj) {
 			if hasFinalizer { // synced before: the copy and its state stay, unsynced
-				r.markLive(live, k)
+				c.markLive(r, live, k)
 				if len(cps) > 1 {
 					out = append(out, Violation{RuleOneCopy, k.String(), "at most one " + r.Local.Kind + " (filtered out)", fmt.Sprintf("%d: %s", len(cps), names(cps))})
 				}
 			}
 			continue
 		}
-		r.markLive(live, k)
+		c.markLive(r, live, k)
 		if !hasFinalizer {
 			out = append(out, Violation{RuleFinalizer, k.String(), finalizer, fmt.Sprint(obj.GetFinalizers())})
 		}
@@ -270,7 +307,7 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	out = append(out, vs...)
 	for k := range r.Kept {
 		if known[k.Cluster] && !r.copyAllowed(primaries[k]) {
-			r.markLive(live, k) // released with its PublishedResource: its state stays, with or without a copy
+			markState(r, live, k) // released with its PublishedResource: its state stays, with or without a copy
 		}
 	}
 	for _, k := range sortedKeys(byPrimary) {
@@ -291,9 +328,20 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	return out, live, nil
 }
 
-// markLive records that k's state may exist: its labels (related state
+// markLive records what a primary that may have a copy may have: its
+// state and our finalizer on its kcp-origin related sources.
+func (c *Checker) markLive(r Resource, live map[string]bool, k Key) {
+	markState(r, live, k)
+	for _, rel := range r.Related {
+		if rel.Origin != OriginService {
+			c.sources[Key{k.Cluster, k.Namespace, k.Name + rel.Suffix}] = true
+		}
+	}
+}
+
+// markState records that k's state may exist: its labels (related state
 // Secrets) and its own state Secret's name, which includes the kind.
-func (r Resource) markLive(live map[string]bool, k Key) {
+func markState(r Resource, live map[string]bool, k Key) {
 	live[stateKey(k)] = true
 	live[stateName(r.Kcp, k)] = true
 }
@@ -390,6 +438,11 @@ func (c *Checker) checkRelated(ctx context.Context, r Resource, k Key, ws ctrlru
 		if err != nil {
 			return nil, err
 		}
+		if local != nil && rel.Origin != OriginService {
+			if _, copied := local.GetLabels()[rel.Label]; !copied {
+				local = nil // the service side's own Secret, not a copy
+			}
+		}
 		name := k.String() + " " + rel.Suffix
 		src, dst, dstName := inKcp, local, cp.GetNamespace()+"/"+cp.GetName()+rel.Suffix
 		if rel.Origin == OriginService {
@@ -435,35 +488,62 @@ func (c *Checker) secret(ctx context.Context, side string, r ctrlruntimeclient.R
 	return c.secrets[key][name], nil
 }
 
-// checkStaleRelated reports related copies (by their names) next to local
-// copies whose primary is gone, and copies of no local copy at all.
+// checkStaleRelated reports kcp-origin related copies, found anywhere on
+// the service cluster by their source's label, that are not the copy of a
+// live primary's local copy.
 func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary map[Key][]*unstructured.Unstructured, primaries map[Key]*unstructured.Unstructured) ([]Violation, error) {
-	if len(r.Related) == 0 {
-		return nil, nil
-	}
 	live := map[string]bool{} // namespace/name of the local copies of live primaries
-	namespaces := map[string]bool{}
 	for k, cps := range byPrimary {
 		for _, cp := range cps {
-			namespaces[cp.GetNamespace()] = true
 			if r.copyAllowed(primaries[k]) || r.Kept[k] {
 				live[objectName(cp)] = true
 			}
 		}
 	}
 	var out []Violation
-	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
-		if _, err := c.secret(ctx, "", c.Service, ns, ""); err != nil {
-			return nil, err
+	for _, rel := range r.Related {
+		if rel.Origin == OriginService {
+			continue
 		}
-		secrets := c.secrets[[2]string{"", ns}]
-		for _, name := range slices.Sorted(maps.Keys(secrets)) {
-			s := secrets[name]
-			for _, rel := range r.Related {
-				owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
-				if ok && rel.Origin != OriginService && !live[ns+"/"+owner] {
-					out = append(out, Violation{RuleRelatedStale, objectName(s), "no related copy without a live primary", "a copy"})
-				}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		if err := c.Service.List(ctx, list, ctrlruntimeclient.HasLabels{rel.Label}); err != nil {
+			return nil, fmt.Errorf("failed to list the related copies labelled %s: %w", rel.Label, err)
+		}
+		for i := range list.Items {
+			s := &list.Items[i]
+			owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
+			if !ok || !live[s.GetNamespace()+"/"+owner] {
+				out = append(out, Violation{RuleRelatedStale, objectName(s), "no related copy without a live primary", "a copy"})
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkSourceFinalizers reports Secrets in the workspaces that carry our
+// finalizer without being the kcp-origin related source of a primary that
+// may have a copy (a finalizer leaked when the primary went), and Secrets
+// whose deletion waits for it.
+func (c *Checker) checkSourceFinalizers(ctx context.Context) ([]Violation, error) {
+	var out []Violation
+	for _, ws := range c.Workspaces {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		if err := ws.Client.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("failed to list the Secrets of workspace %s: %w", ws.Cluster, err)
+		}
+		for i := range list.Items {
+			s := &list.Items[i]
+			if !slices.Contains(s.GetFinalizers(), finalizer) {
+				continue
+			}
+			k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
+			switch {
+			case s.GetDeletionTimestamp() != nil:
+				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + finalizer})
+			case !c.sources[k]:
+				out = append(out, Violation{RuleFinalizer, k.String(), "no " + finalizer + " (no primary that may have a copy names it)", fmt.Sprint(s.GetFinalizers())})
 			}
 		}
 	}

@@ -58,9 +58,12 @@ func publishedResource(ready, syncReady string) *unstructured.Unstructured {
 	return o
 }
 
+// tokenLabel is on every kcp-origin related source, so on its copies too.
+const tokenLabel = "test.kcp.io/token"
+
 // relatedSource is the kcp-origin related Secret of primary name.
 func relatedSource(name, data string) *unstructured.Unstructured {
-	o := secret("default", name+"-secret")
+	o := labelled(secret("default", name+"-secret"), tokenLabel, "yes")
 	o.SetFinalizers([]string{finalizer})
 	o.Object["data"] = map[string]any{"token": data}
 	return o
@@ -68,7 +71,7 @@ func relatedSource(name, data string) *unstructured.Unstructured {
 
 // relatedCopy is its copy next to the local copy of name in ws.
 func relatedCopy(ws, name, data string) *unstructured.Unstructured {
-	o := secret(ws, "copy-"+name+"-secret")
+	o := labelled(secret(ws, "copy-"+name+"-secret"), tokenLabel, "yes")
 	o.Object["data"] = map[string]any{"token": data}
 	return o
 }
@@ -143,7 +146,7 @@ func (w *world) check(t *testing.T) []Violation {
 			},
 			ServiceOnly:  []string{"replicas"},
 			Selected:     func(o *unstructured.Unstructured) bool { return o.GetLabels()["skip"] == "" },
-			Related:      []RelatedSecret{{Suffix: "-secret"}, {Suffix: "-creds", Origin: OriginService}},
+			Related:      []RelatedSecret{{Suffix: "-secret", Label: tokenLabel}, {Suffix: "-creds", Origin: OriginService}},
 			CopiedLabels: []string{"team"},
 			Service: func(cp *unstructured.Unstructured) (map[string]string, map[string]any) {
 				if cp.GetName() == "copy-a" { // the operator labelled it and set replicas
@@ -177,7 +180,7 @@ func TestChecker(t *testing.T) {
 	}{
 		{name: "converged", change: func(*world) {}},
 		{name: "a copy is missing", change: func(w *world) { w.service = w.service[1:] },
-			want: []string{"one-local-copy ws1|default/a"}},
+			want: []string{"no-stale-related-copy ws1/copy-a-secret", "one-local-copy ws1|default/a"}},
 		{name: "two copies", change: func(w *world) {
 			extra := localCopy("ws1", "a", map[string]any{"color": "dark-red"})
 			extra.SetName("second")
@@ -230,7 +233,30 @@ func TestChecker(t *testing.T) {
 		{name: "a related copy whose source is gone", change: func(w *world) { w.kcp["ws1"] = slices.Delete(w.kcp["ws1"], 1, 2) },
 			want: []string{"no-stale-related-copy ws1/copy-a-secret (of ws1|default/a -secret)"}},
 		{name: "a related copy of a deleted primary", change: func(w *world) { w.kcp["ws1"] = w.kcp["ws1"][1:] },
-			want: []string{"no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws1", "default", "a"}), "no-stale-related-copy ws1/copy-a-secret"}},
+			want: []string{"finalizer ws1|default/a-secret", "no-orphan-copy ws1/copy-a", "no-orphan-state kcp-system/" + stateName(kcpThing, Key{"ws1", "default", "a"}), "no-stale-related-copy ws1/copy-a-secret"}},
+		{name: "a related copy left after the last primary of its namespace went", change: func(w *world) {
+			w.kcp["ws1"] = nil
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool {
+				return o.GetName() == "copy-a" || o.GetName() == stateName(kcpThing, Key{"ws1", "default", "a"})
+			})
+		}, want: []string{"no-stale-related-copy ws1/copy-a-secret"}},
+		{name: "Secrets the service side named like related copies are not copies", change: func(w *world) {
+			w.service = append(w.service, secret("ws1", "service-owned-secret"), secret("ws2", "copy-b-secret"))
+		}},
+		{name: "a related source keeps our finalizer after its primary went", change: func(w *world) {
+			w.kcp["ws1"] = w.kcp["ws1"][1:]
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool {
+				return o.GetName() == "copy-a" || o.GetName() == "copy-a-secret" || o.GetName() == stateName(kcpThing, Key{"ws1", "default", "a"})
+			})
+		}, want: []string{"finalizer ws1|default/a-secret"}},
+		{name: "a related source whose deletion waits for our finalizer", change: func(w *world) {
+			w.kcp["ws1"][1] = deleting(relatedSource("a", "dG9rZW4="))
+			w.service = w.service[:len(w.service)-1]
+		}, want: []string{"no-stuck-deletion ws1|default/a-secret"}},
+		{name: "the related source of an object deleted with its PublishedResource is released", change: func(w *world) {
+			w.kcp["ws1"] = w.kcp["ws1"][1:]
+			w.kept = map[Key]bool{{Cluster: "ws1", Namespace: "default", Name: "a"}: true}
+		}, want: []string{"finalizer ws1|default/a-secret"}},
 		{name: "an object the filter leaves out after its sync keeps its copy and state", change: func(w *world) {
 			w.kcp["ws2"] = []ctrlruntimeclient.Object{labelled(primary("b", map[string]any{"color": "green"}), "skip", "yes")}
 		}},
@@ -330,4 +356,20 @@ func secret(namespace, name string) *unstructured.Unstructured {
 	o.SetNamespace(namespace)
 	o.SetName(name)
 	return o
+}
+
+// TestCheckerRefusesWhatItWouldJudgeWrongly: related Secrets of a
+// cluster-scoped primary, an entry without a suffix and a kcp-origin entry
+// without its sources' label are configuration errors, not findings.
+func TestCheckerRefusesWhatItWouldJudgeWrongly(t *testing.T) {
+	for name, r := range map[string]Resource{
+		"cluster-scoped primary": {Name: "widgets", Related: []RelatedSecret{{Suffix: "-token", Label: tokenLabel}}},
+		"no suffix":              {Name: "things", KcpNamespaced: true, Related: []RelatedSecret{{Label: tokenLabel}}},
+		"no label":               {Name: "things", KcpNamespaced: true, Related: []RelatedSecret{{Suffix: "-token"}}},
+	} {
+		c := &Checker{Service: fake.NewClientBuilder().Build(), Resources: []Resource{r}}
+		if _, err := c.Check(t.Context()); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
 }
