@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -26,6 +29,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
@@ -130,6 +134,25 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		return err
 	}
 
+	identity, err := replicaIdentity()
+	if err != nil {
+		return err
+	}
+	userAgent := fmt.Sprintf("api-syncagent/%s (%s/%s) %s", version.Version, goruntime.GOOS, goruntime.GOARCH, identity)
+	kcpCfg.UserAgent, svcCfg.UserAgent = userAgent, userAgent
+	// With leader election, every write to kcp and the service cluster
+	// (Events aside) passes the fence: a leader that may have lost the
+	// Lease (paused beyond it) writes nothing until it renews or exits.
+	var lock *leaderLock
+	if o.EnableLeaderElection {
+		f := fence.New(renewDeadline)
+		if lock, err = newLeaderLock(rest.CopyConfig(svcCfg), o.Namespace, "syncagent."+o.AgentName, identity, f); err != nil {
+			return err
+		}
+		kcpCfg.Wrap(f.Wrap)
+		svcCfg.Wrap(f.Wrap)
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -169,12 +192,6 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if !o.MetricsEnabled() {
 		metricsAddr = "0"
 	}
-	var lock *leaderLock
-	if o.EnableLeaderElection {
-		if lock, err = newLeaderLock(svcCfg, o.Namespace, "syncagent."+o.AgentName); err != nil {
-			return err
-		}
-	}
 	mgr, err := manager.New(svcCfg, manager.Options{
 		Scheme:                              NewServiceScheme(),
 		Logger:                              log,
@@ -183,6 +200,9 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		LeaderElectionNamespace:             o.Namespace,
 		LeaderElectionReleaseOnCancel:       true,
 		LeaderElectionResourceLockInterface: leaderLockInterface(lock),
+		LeaseDuration:                       ptr.To(leaseDuration),
+		RenewDeadline:                       ptr.To(renewDeadline),
+		RetryPeriod:                         ptr.To(retryPeriod),
 		Metrics:                             metricsserver.Options{BindAddress: metricsAddr},
 		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
 			// The agent reads Secrets (its sync state) only in its own

@@ -16,31 +16,54 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
 
 // leaseReleaseTimeout bounds the explicit lease release on shutdown.
 const leaseReleaseTimeout = 5 * time.Second
 
+// Leader election timing (controller-runtime's defaults, named because the
+// write fence depends on them): another replica takes the Lease over
+// leaseDuration after it last saw it change; the leader gives up when it
+// could not renew for renewDeadline, and writes only within renewDeadline
+// of its last renewal (internal/fence).
+const (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
 // leaderLock is the agent's leader-election lock with a known identity, so
-// that the Lease can be released explicitly on shutdown.
+// that the Lease can be released explicitly on shutdown. It tells the
+// fence of every write of the Lease that succeeded.
 type leaderLock struct {
 	resourcelock.Interface
 	client    kubernetes.Interface
 	namespace string
 	name      string
 	identity  string
+	fence     *fence.Fence
 }
 
-func newLeaderLock(cfg *rest.Config, namespace, name string) (*leaderLock, error) {
+// replicaIdentity names this process: its host (the Pod's name) and a
+// random part. It is the Lease holder's identity and part of the user
+// agent of every request, so that audit logs tell the replicas apart.
+func replicaIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("failed to get the hostname: %w", err)
+	}
+	return host + "_" + string(uuid.NewUUID()), nil
+}
+
+// newLeaderLock creates the lock; cfg must not be fenced (the Lease is
+// what the fence depends on).
+func newLeaderLock(cfg *rest.Config, namespace, name, id string, f *fence.Fence) (*leaderLock, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create leader election client: %w", err)
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return nil, fmt.Errorf("failed to get the hostname: %w", err)
-	}
-	id := host + "_" + string(uuid.NewUUID())
 	// Leader-election Events (became leader, ...) land in the agent's namespace.
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events(namespace)})
@@ -50,7 +73,27 @@ func newLeaderLock(cfg *rest.Config, namespace, name string) (*leaderLock, error
 	if err != nil {
 		return nil, fmt.Errorf("failed to create leader election lock: %w", err)
 	}
-	return &leaderLock{Interface: lock, client: cs, namespace: namespace, name: name, identity: id}, nil
+	return &leaderLock{Interface: lock, client: cs, namespace: namespace, name: name, identity: id, fence: f}, nil
+}
+
+// Create and Update tell the fence when a write of the Lease succeeded,
+// with the time it was sent.
+func (l *leaderLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.fence.Now()
+	err := l.Interface.Create(ctx, ler)
+	if err == nil {
+		l.fence.Written(sent, ler.HolderIdentity == l.identity)
+	}
+	return err
+}
+
+func (l *leaderLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	sent := l.fence.Now()
+	err := l.Interface.Update(ctx, ler)
+	if err == nil {
+		l.fence.Written(sent, ler.HolderIdentity == l.identity)
+	}
+	return err
 }
 
 // release gives the Lease up if this process still holds it. client-go
@@ -73,7 +116,9 @@ func (l *leaderLock) release() error {
 		lease.Spec.LeaseDurationSeconds = &one
 		lease.Spec.AcquireTime = &now
 		lease.Spec.RenewTime = &now
-		_, err = l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{})
+		if _, err = l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+			l.fence.Written(l.fence.Now(), false)
+		}
 		return err
 	})
 }

@@ -1,0 +1,50 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
+)
+
+// fakeLock is a Lease lock whose writes fail when err is set.
+type fakeLock struct {
+	resourcelock.Interface
+	err error
+}
+
+func (f *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error { return f.err }
+func (f *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return f.err }
+
+// TestLeaderLockTellsTheFence: only a successful write of the Lease naming
+// this replica opens the fence; a failed one changes nothing, and giving
+// the Lease up (or another holder written by us) closes it.
+func TestLeaderLockTellsTheFence(t *testing.T) {
+	inner := &fakeLock{}
+	f := fence.New(time.Minute)
+	l := &leaderLock{Interface: inner, identity: "me", fence: f}
+	ctx := context.Background()
+	mine := resourcelock.LeaderElectionRecord{HolderIdentity: "me"}
+	steps := []struct {
+		name  string
+		do    func() error
+		allow bool
+	}{
+		{"before any write", func() error { return nil }, false},
+		{"a failed acquisition", func() error { inner.err = errors.New("conflict"); return l.Create(ctx, mine) }, false},
+		{"acquired", func() error { inner.err = nil; return l.Create(ctx, mine) }, true},
+		{"a failed renewal", func() error { inner.err = errors.New("timeout"); return l.Update(ctx, mine) }, true},
+		{"released", func() error { inner.err = nil; return l.Update(ctx, resourcelock.LeaderElectionRecord{}) }, false},
+		{"renewed", func() error { return l.Update(ctx, mine) }, true},
+	}
+	for _, s := range steps {
+		_ = s.do()
+		if err := f.Check(); (err == nil) != s.allow {
+			t.Fatalf("%s: Check() = %v, want allowed=%v", s.name, err, s.allow)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+// Package fence keeps a replica that may have lost the leader Lease from
+// writing. Leader election alone does not: a leader that was paused (a
+// stopped process, a long GC pause, a frozen node) for longer than the
+// lease goes on with the work it had in hand when it resumes, for as long
+// as it takes its elector to notice, while the new leader already writes.
+//
+// The fence knows when this replica last wrote the Lease as its holder (the
+// time the write was sent, on the monotonic clock, which runs on while the
+// process is stopped) and lets the agent's writes through only within
+// ValidFor of it. ValidFor is the renew deadline, shorter than the lease
+// duration that another replica waits after it last saw the Lease change:
+// the difference is the margin for writes in flight.
+package fence
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrLeaseNotRenewed: a write was refused because this replica has not
+// renewed the leader Lease recently enough to be sure it still holds it.
+var ErrLeaseNotRenewed = errors.New("the leader Lease is not renewed")
+
+// Fence tells whether this replica may write.
+type Fence struct {
+	validFor time.Duration
+	now      func() time.Time
+
+	mu sync.Mutex
+	// renewed is when the last successful write of the Lease naming this
+	// replica as holder was sent; zero: it does not hold the Lease.
+	renewed time.Time
+}
+
+// New returns a fence that lets writes through for validFor after each
+// renewal.
+func New(validFor time.Duration) *Fence {
+	return &Fence{validFor: validFor, now: time.Now}
+}
+
+// Now is the time to pass to Written for a write of the Lease that is
+// about to be sent.
+func (f *Fence) Now() time.Time { return f.now() }
+
+// Written records a successful write of the Lease, sent at sent, that
+// names this replica as holder (held) or gives the Lease up (!held).
+func (f *Fence) Written(sent time.Time, held bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !held {
+		f.renewed = time.Time{}
+		return
+	}
+	if sent.After(f.renewed) {
+		f.renewed = sent
+	}
+}
+
+// Check returns nil if this replica may write now.
+func (f *Fence) Check() error {
+	f.mu.Lock()
+	renewed := f.renewed
+	f.mu.Unlock()
+	if renewed.IsZero() {
+		return fmt.Errorf("refusing to write: %w (this replica does not hold it)", ErrLeaseNotRenewed)
+	}
+	if age := f.now().Sub(renewed); age >= f.validFor {
+		return fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, age.Round(time.Millisecond), f.validFor)
+	}
+	return nil
+}
+
+// Wrap returns a transport that refuses the writes (POST, PUT, PATCH,
+// DELETE) the fence does not let through, without sending them. Events
+// are let through: they record what happened and change no object.
+func (f *Fence) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper{fence: f, next: rt}
+}
+
+type roundTripper struct {
+	fence *Fence
+	next  http.RoundTripper
+}
+
+func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if mutating(req.Method) && !isEvent(req.URL.Path) {
+		if err := r.fence.Check(); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+		}
+	}
+	return r.next.RoundTrip(req)
+}
+
+func mutating(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// isEvent tells whether path is a request for core or events.k8s.io
+// Events (a kcp path starts with /clusters/<name>).
+func isEvent(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) > 2 && parts[0] == "clusters" {
+		parts = parts[2:]
+	}
+	switch {
+	case len(parts) > 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) > 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return false
+	}
+	if len(parts) > 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	return parts[0] == "events"
+}
