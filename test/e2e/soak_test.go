@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -28,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -207,7 +210,7 @@ func TestSoak(t *testing.T) {
 			}
 		}()
 	}
-	loop(0, soakFaultEvery, func(rnd *rand.Rand) { replicas.fault(rnd, k, w.faults, log) })
+	loop(0, soakFaultEvery, func(rnd *rand.Rand) { replicas.fault(rnd, k, f.Service, w.faults, log) })
 	loop(100, soakAdminEvery, func(rnd *rand.Rand) { w.admin(t, rnd, log) })
 	wg.Wait()
 
@@ -263,8 +266,26 @@ func TestSoak(t *testing.T) {
 			a.Stop(30 * time.Second)
 			noUnexpectedErrors(t, a, w.faults, log)
 		}
+		oneWriter(t, f, log)
 	})
 	t.Logf("operations and faults: %s", log.summary())
+}
+
+// oneWriter checks the service cluster's audit log: no replica wrote while
+// another held the Lease.
+func oneWriter(t *testing.T, f *framework.Fixture, log *opLog) {
+	audit, err := os.Open(filepath.Join(framework.ArtifactsDir(t), "service-audit.log"))
+	framework.Must(t, err, "open the audit log")
+	defer audit.Close()
+	vs, writes, err := invariant.OneWriter(audit, framework.AgentNamespace, "syncagent."+f.Export.Name+"-syncagent")
+	framework.Must(t, err, "read the audit log")
+	log.add("one-writer writes=%d violations=%d", writes, len(vs))
+	if writes == 0 {
+		t.Error("the audit log holds no write of the agent: the one-writer check saw nothing")
+	}
+	for _, v := range vs {
+		t.Errorf("%s", v)
+	}
 }
 
 const (
@@ -470,10 +491,16 @@ func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 		w.mu.Unlock()
 		// Deletions still pending (say, while no replica leads) are
 		// released, not cleaned up, once the PublishedResource is deleted.
-		result("admin-pending-widget-deletions", w.keepPendingWidgets(ctx))
+		result("admin-pending-widget-deletions", retryUnavailable(ctx, func() error { return w.keepPendingWidgets(ctx) }))
 		result("admin-pr-delete widgets", w.deletePR(ctx, "widgets"))
 		pause()
-		err := w.f.Service.Client.Create(ctx, soakPRs()[1])
+		err := retryUnavailable(ctx, func() error {
+			err := w.f.Service.Client.Create(ctx, soakPRs()[1])
+			if apierrors.IsAlreadyExists(err) { // created before the server's answer was lost
+				return nil
+			}
+			return err
+		})
 		if err == nil {
 			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 				pr := &syncagentv1alpha1.PublishedResource{}
@@ -502,7 +529,7 @@ func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 		binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
 		end := w.faults.begin(causeUnbind)
 		defer end()
-		err := ws.Client.Delete(ctx, binding)
+		err := retryUnavailable(ctx, func() error { return ctrlruntimeclient.IgnoreNotFound(ws.Client.Delete(ctx, binding)) })
 		if err == nil {
 			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 				err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
@@ -598,13 +625,38 @@ func (w *soakWorld) updatePR(ctx context.Context, name string, mutate func(*sync
 // agent releases its objects first).
 func (w *soakWorld) deletePR(ctx context.Context, name string) error {
 	pr := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := w.f.Service.Client.Delete(ctx, pr); err != nil {
+	if err := retryUnavailable(ctx, func() error { return ctrlruntimeclient.IgnoreNotFound(w.f.Service.Client.Delete(ctx, pr)) }); err != nil {
 		return err
 	}
 	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 		err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr)
 		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
 	})
+}
+
+// retryUnavailable runs op again while it fails because a server is down
+// or restarting (a fault of the soak), for up to soakAdminTimeout: an
+// administrator tries again.
+func retryUnavailable(ctx context.Context, op func() error) error {
+	var last error
+	err := poll(ctx, soakAdminTimeout, func(context.Context) (bool, error) {
+		last = op()
+		return !unavailable(last), nil
+	})
+	if last != nil {
+		return last
+	}
+	return err
+}
+
+// unavailable tells whether err says that a server is down or restarting.
+func unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsUnexpectedServerError(err) || utilnet.IsConnectionRefused(err) ||
+		utilnet.IsConnectionReset(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // opLog records every operation and fault with its time.
@@ -855,6 +907,8 @@ type replicaSet struct {
 	// checked as well.
 	all   []*framework.Agent
 	pprof map[*framework.Agent]string // the /debug/pprof address of each
+	// deck holds the kinds of the next faults (only the fault loop uses it).
+	deck []int
 }
 
 // dumpGoroutines writes a replica's goroutine stacks to the artifacts.
@@ -870,20 +924,39 @@ func (r *replicaSet) dumpGoroutines(a *framework.Agent, name string) {
 	framework.WriteFile(r.t, name, []byte(body))
 }
 
+// The kinds of fault. Faults are dealt from a deck that holds each kind
+// once, shuffled by the seed, so that every four faults in a row cover
+// every kind (a short soak too).
+const (
+	faultKill = iota
+	faultTerm
+	faultPause
+	faultShard
+	faultService
+	faultKinds
+)
+
 // fault injects one fault and heals it: SIGKILL or SIGTERM of a random
 // replica (a new one starts 2–5 s later), SIGSTOP of the leader for longer
 // than its lease (then SIGCONT: it must step down; if it exits, a new
-// replica starts), or the second kcp shard stopped for 5–20 s.
-func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, faults *faultWindows, log *opLog) {
-	switch n := rnd.IntN(100); {
-	case n < 60:
+// replica starts), the second kcp shard stopped for 5–20 s, or the service
+// kube-apiserver stopped for 3–10 s (replicas that lost the lease and
+// exited are replaced when it is back).
+func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.ServiceCluster, faults *faultWindows, log *opLog) {
+	if len(r.deck) == 0 {
+		r.deck = rnd.Perm(faultKinds)
+	}
+	kind := r.deck[0]
+	r.deck = r.deck[1:]
+	switch kind {
+	case faultKill, faultTerm:
 		r.mu.Lock()
 		i := rnd.IntN(len(r.agents))
 		victim := r.agents[i]
 		r.agents = slices.Delete(r.agents, i, i+1)
 		r.mu.Unlock()
 		leader := isLeader(r.t, victim)
-		if n < 30 {
+		if kind == faultKill {
 			log.add("fault-sigkill replica leader=%v", leader)
 			victim.Kill()
 		} else {
@@ -892,7 +965,7 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, faults *faultWindow
 		}
 		time.Sleep(time.Duration(2+rnd.IntN(4)) * time.Second)
 		r.start(log)
-	case n < 80:
+	case faultPause:
 		pause := soakLease + time.Duration(5+rnd.IntN(10))*time.Second
 		r.mu.Lock()
 		agents := slices.Clone(r.agents)
@@ -908,6 +981,7 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, faults *faultWindow
 			return
 		}
 		log.add("fault-sigstop-leader for %s", pause)
+		defer faults.begin(causePaused)()
 		_ = syscall.Kill(-victim.Pid(), syscall.SIGSTOP)
 		time.Sleep(pause)
 		_ = syscall.Kill(-victim.Pid(), syscall.SIGCONT)
@@ -924,7 +998,7 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, faults *faultWindow
 			r.mu.Unlock()
 			r.start(log)
 		}
-	default:
+	case faultShard:
 		down := time.Duration(5+rnd.IntN(16)) * time.Second
 		log.add("fault-shard-stop %s for %s", framework.SecondShard, down)
 		end := faults.begin(causeShard)
@@ -933,6 +1007,13 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, faults *faultWindow
 		time.Sleep(down)
 		k.StartShard(r.t, framework.SecondShard)
 		log.add("fault-shard-started %s", framework.SecondShard)
+	case faultService:
+		down := time.Duration(3+rnd.IntN(8)) * time.Second
+		log.add("fault-service-apiserver-stop for %s", down)
+		defer faults.begin(causeService)()
+		svc.RestartAPIServer(r.t, down)
+		log.add("fault-service-apiserver-started")
+		r.heal(log)
 	}
 }
 
@@ -1031,12 +1112,20 @@ var soakExpectedErrors = []struct {
 	// controller-runtime reports the end of leading at ERROR although it
 	// is the expected outcome.
 	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}`)},
+	// The service kube-apiserver restarts: requests fail or are cut, the
+	// leader cannot renew the Lease and stops leading.
+	{causeService, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed`)},
+	// A leader resumed after it lost the lease: its write fence refuses
+	// the writes of the passes it had in hand until it exits.
+	{causePaused, regexp.MustCompile(`refusing to write: the leader Lease is not renewed`)},
 }
 
 const (
-	causeShard  = "shard stopped and restarted"
-	causeUnbind = "workspace unbound"
-	causeStop   = "replica stopped"
+	causeShard   = "shard stopped and restarted"
+	causeUnbind  = "workspace unbound"
+	causeStop    = "replica stopped"
+	causePaused  = "leader paused beyond its lease"
+	causeService = "service kube-apiserver restarted"
 	// soakRecovery is how long after a fault's end its errors may still
 	// be logged: the agent reconnects to an endpoint with a backoff of up
 	// to a minute.

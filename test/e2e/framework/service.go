@@ -1,16 +1,22 @@
 package framework
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -19,7 +25,8 @@ import (
 
 // EnvServiceAudit, when set, makes the service cluster's kube-apiserver
 // write an audit log of every write (with the request body for the test
-// types of example.com) to service-audit.log in the test's artifacts.
+// types of example.com and for Leases) to service-audit.log in the test's
+// artifacts.
 const EnvServiceAudit = "E2E_SERVICE_AUDIT"
 
 const auditPolicy = `apiVersion: audit.k8s.io/v1
@@ -28,7 +35,7 @@ omitStages: ["RequestReceived"]
 rules:
 - level: Request
   verbs: ["create", "update", "patch", "delete"]
-  resources: [{group: "example.com"}]
+  resources: [{group: "example.com"}, {group: "coordination.k8s.io", resources: ["leases"]}]
 - level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
@@ -40,6 +47,12 @@ type ServiceCluster struct {
 	Client ctrlruntimeclient.Client
 	// Kubeconfig is the path of an admin kubeconfig for the cluster.
 	Kubeconfig string
+
+	apiPort int
+	// restarted is the kube-apiserver started by RestartAPIServer (nil:
+	// envtest's still runs).
+	restarted *Process
+	restarts  int
 }
 
 // RepoRoot returns the repository root (two levels above this file's package).
@@ -94,7 +107,75 @@ func StartServiceCluster(t T) *ServiceCluster {
 		t.Fatal(err)
 	}
 	dir := ArtifactsDir(t)
-	return &ServiceCluster{Config: cfg, Client: c, Kubeconfig: WriteKubeconfig(t, dir, "service.kubeconfig", cfg)}
+	s := &ServiceCluster{Config: cfg, Client: c, Kubeconfig: WriteKubeconfig(t, dir, "service.kubeconfig", cfg), apiPort: apiPort}
+	// Registered after envtest's stop, so it runs before it.
+	t.Cleanup(func() {
+		if s.restarted != nil {
+			s.restarted.Stop(20 * time.Second)
+		}
+	})
+	return s
+}
+
+// RestartAPIServer stops the kube-apiserver (SIGTERM), waits down and
+// starts it again with the same command line, so with the same certificates
+// and etcd: every client and kubeconfig stays valid. It returns when the
+// server is ready again.
+func (s *ServiceCluster) RestartAPIServer(t T, down time.Duration) {
+	t.Helper()
+	var bin string
+	var args []string
+	if s.restarted != nil {
+		bin, args = s.restarted.bin, s.restarted.args
+		s.restarted.Stop(20 * time.Second)
+	} else {
+		pid, argv, err := findProcess("kube-apiserver", fmt.Sprintf("--secure-port=%d", s.apiPort))
+		Must(t, err, "find the service kube-apiserver")
+		bin, args = argv[0], argv[1:]
+		Must(t, syscall.Kill(pid, syscall.SIGTERM), "stop the service kube-apiserver")
+		WaitFor(t, 30*time.Second, "the service kube-apiserver to stop", func(context.Context) (bool, error) {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d/cmdline", pid))
+			return os.IsNotExist(err), nil
+		})
+	}
+	time.Sleep(down)
+	s.restarts++
+	p, err := StartProcess("kube-apiserver", bin, filepath.Join(ArtifactsDir(t), fmt.Sprintf("service-apiserver-restarted-%d.log", s.restarts)), args, nil)
+	Must(t, err, "start the service kube-apiserver again")
+	s.restarted = p
+	cs, err := kubernetes.NewForConfig(s.Config)
+	Must(t, err, "client")
+	WaitFor(t, time.Minute, "the service kube-apiserver to be ready again", func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			t.Fatalf("the restarted kube-apiserver exited, see %s", p.LogPath)
+		}
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil, nil
+	})
+}
+
+// findProcess finds the process whose command line starts with a binary
+// named name and contains arg; it returns its pid and argv.
+func findProcess(name, arg string) (int, []string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		argv := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+		if filepath.Base(argv[0]) == name && slices.Contains(argv[1:], arg) {
+			return pid, argv, nil
+		}
+	}
+	return 0, nil, fmt.Errorf("no %s process with %s", name, arg)
 }
 
 // CreateNamespace creates a namespace in the service cluster.

@@ -1,0 +1,112 @@
+package invariant
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// RuleOneWriter: a replica of the agent wrote while another held the
+// leader Lease.
+const RuleOneWriter = "one-writer"
+
+// agentUserAgent starts the user agent of every request of the agent; the
+// replica's identity (the Lease holder identity) is its last word.
+const agentUserAgent = "api-syncagent/"
+
+// auditEvent is what OneWriter reads of a kube-apiserver audit event.
+type auditEvent struct {
+	Stage     string `json:"stage"`
+	Verb      string `json:"verb"`
+	UserAgent string `json:"userAgent"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+		APIGroup    string `json:"apiGroup"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestObject *struct {
+		Spec struct {
+			HolderIdentity *string `json:"holderIdentity"`
+		} `json:"spec"`
+	} `json:"requestObject"`
+	Received time.Time `json:"requestReceivedTimestamp"`
+	Done     time.Time `json:"stageTimestamp"`
+}
+
+// OneWriter reads a kube-apiserver audit log (one JSON event per line,
+// with the request bodies of Lease writes) and reports every write of a
+// replica of the agent that the server received while the leader Lease
+// namespace/name was held by someone else: the holder at a time is the one
+// named by the last successful write of the Lease that had completed.
+// Events are not writes of state and are left out. It also returns how
+// many writes it checked.
+func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
+	type holding struct {
+		at     time.Time
+		holder string
+	}
+	var leases []holding
+	var writes []auditEvent
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, 0, fmt.Errorf("unreadable audit event: %w", err)
+		}
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
+			continue
+		}
+		ref := e.ObjectRef
+		switch {
+		case ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace && ref.Name == name:
+			if (e.Verb == "create" || e.Verb == "update") && e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
+				holder := ""
+				if e.RequestObject == nil {
+					return nil, 0, fmt.Errorf("the audit log has no request body for the Lease write at %s: the policy must log Leases at level Request", e.Done)
+				}
+				if h := e.RequestObject.Spec.HolderIdentity; h != nil {
+					holder = *h
+				}
+				leases = append(leases, holding{e.Done, holder})
+			}
+		case ref.Resource == "events":
+		case e.Verb == "create" || e.Verb == "update" || e.Verb == "patch" || e.Verb == "delete" || e.Verb == "deletecollection":
+			writes = append(writes, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, err
+	}
+	sort.SliceStable(leases, func(i, j int) bool { return leases[i].at.Before(leases[j].at) })
+	var out []Violation
+	for _, w := range writes {
+		// The last Lease write completed before the write was received.
+		i := sort.Search(len(leases), func(i int) bool { return !leases[i].at.Before(w.Received) })
+		holder := ""
+		if i > 0 {
+			holder = leases[i-1].holder
+		}
+		writer := w.UserAgent[strings.LastIndex(w.UserAgent, " ")+1:]
+		if writer != holder {
+			ref := w.ObjectRef
+			object := strings.Trim(ref.Resource+"."+ref.APIGroup, ".") + " " + strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/")
+			if ref.Subresource != "" {
+				object += "/" + ref.Subresource
+			}
+			out = append(out, Violation{RuleOneWriter, object,
+				"writes from the Lease holder " + holder + " only",
+				fmt.Sprintf("%s by %s at %s", w.Verb, writer, w.Received.Format(time.RFC3339Nano))})
+		}
+	}
+	return out, len(writes), nil
+}

@@ -1,0 +1,64 @@
+package invariant
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// auditLine is one audit event as the kube-apiserver writes it.
+func auditLine(t *testing.T, verb, ua, resource, name string, received, done time.Duration, holder *string) string {
+	t.Helper()
+	base := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	e := map[string]any{
+		"stage": "ResponseComplete", "verb": verb, "userAgent": ua,
+		"objectRef":                map[string]any{"resource": resource, "namespace": "kcp-system", "name": name},
+		"responseStatus":           map[string]any{"code": 200},
+		"requestReceivedTimestamp": base.Add(received).Format(time.RFC3339Nano),
+		"stageTimestamp":           base.Add(done).Format(time.RFC3339Nano),
+	}
+	if resource == "leases" {
+		e["objectRef"].(map[string]any)["apiGroup"] = "coordination.k8s.io"
+		e["requestObject"] = map[string]any{"spec": map[string]any{"holderIdentity": holder}}
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestOneWriter(t *testing.T) {
+	const a, b = "api-syncagent/v1 (linux/amd64) host_a", "api-syncagent/v1 (linux/amd64) host_b"
+	ida, idb, none := "host_a", "host_b", ""
+	s := time.Second
+	lease := func(ua string, at time.Duration, holder *string) string {
+		return auditLine(t, "update", ua, "leases", "syncagent.agent", at, at+10*time.Millisecond, holder)
+	}
+	write := func(ua string, at time.Duration) string {
+		return auditLine(t, "patch", ua, "things", "x", at, at+5*time.Millisecond, nil)
+	}
+	tests := []struct {
+		name  string
+		lines []string
+		want  int // violations
+	}{
+		{"a takes over from b", []string{lease(b, 0, &idb), write(b, 1*s), lease(a, 20*s, &ida), write(a, 21*s)}, 0},
+		{"the old leader writes after the takeover", []string{lease(b, 0, &idb), lease(a, 20*s, &ida), write(b, 21*s)}, 1},
+		{"a write before any holder", []string{write(a, 1*s), lease(a, 2*s, &ida)}, 1},
+		{"a write after the Lease was given up", []string{lease(a, 0, &ida), lease(a, 5*s, &none), write(a, 6*s)}, 1},
+		{"a write received while its holder's renewal is in flight", []string{lease(a, 0, &ida), lease(a, 2*s, &ida), write(a, 2*s+5*time.Millisecond)}, 0},
+		{"Events are not state", []string{lease(b, 0, &idb), auditLine(t, "create", a, "events", "e", 1*s, 1*s, nil)}, 0},
+		{"other clients are not the agent", []string{lease(b, 0, &idb), write("kubectl/v1.33", 1*s)}, 0},
+	}
+	for _, tt := range tests {
+		vs, _, err := OneWriter(strings.NewReader(strings.Join(tt.lines, "\n")), "kcp-system", "syncagent.agent")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if len(vs) != tt.want {
+			t.Errorf("%s: %d violations %v, want %d", tt.name, len(vs), vs, tt.want)
+		}
+	}
+}
