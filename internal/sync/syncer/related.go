@@ -586,7 +586,10 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 }
 
 // pruneRelated drops the state of related objects the primary no longer
-// selects (their copies stay) and releases kcp-origin sources.
+// selects (their copies stay) and releases kcp-origin sources. The record
+// of a service-origin copy stays as long as the copy does: it is the proof
+// that the copy is ours, so a source that comes back (deleted and created
+// again, selected again) updates its copy instead of finding it foreign.
 func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured, keep sets.Set[string]) (Result, error) {
 	stored, err := s.State.ListRelated(ctx, p, "")
 	if err != nil {
@@ -596,6 +599,15 @@ func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary
 	for _, st := range stored {
 		if keep.Has(st.SecretName) {
 			continue
+		}
+		if st.OriginSide == string(related.SideService) && st.Destination.Name != "" {
+			exists, err := kcpCopyExists(ctx, ws, st.Destination)
+			if err != nil {
+				return res, err
+			}
+			if exists {
+				continue
+			}
 		}
 		r, err := s.forgetRelated(ctx, ws, p, obj, st, false)
 		res.add(r)
@@ -710,6 +722,26 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 }
 
 // deleteIfExists deletes obj; it reports whether a delete was issued.
+// kcpCopyExists tells whether a kcp copy exists; an absence in the cache
+// is confirmed with the server, as the record is dropped on it.
+func kcpCopyExists(ctx context.Context, ws Workspace, ref state.ObjectRef) (bool, error) {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	readers := []ctrlruntimeclient.Reader{ws.Client}
+	if ws.Live != nil {
+		readers = append(readers, ws.Live)
+	}
+	for _, r := range readers {
+		err := r.Get(ctx, key, ref.Unstructured())
+		switch {
+		case err == nil:
+			return true, nil
+		case !apierrors.IsNotFound(err):
+			return false, fmt.Errorf("failed to get the kcp copy %s: %w", key, err)
+		}
+	}
+	return false, nil
+}
+
 func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (bool, error) {
 	err := c.Delete(ctx, obj)
 	switch {

@@ -369,7 +369,11 @@ func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
 		t.Errorf("related-resources annotations after dropping a-creds (-want +got):\n%s", diff)
 	}
 	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
-	if diff := cmp.Diff([]string{relatedState("creds", "service", serviceCredGVK, cluster, "b-creds")}, e.relatedStateNames(t)); diff != "" {
+	// The record of a-creds stays with its copy (selected again, it
+	// updates the copy).
+	wantState := []string{relatedState("creds", "service", serviceCredGVK, cluster, "a-creds"), relatedState("creds", "service", serviceCredGVK, cluster, "b-creds")}
+	slices.Sort(wantState)
+	if diff := cmp.Diff(wantState, e.relatedStateNames(t)); diff != "" {
 		t.Errorf("related state Secrets (-want +got):\n%s", diff)
 	}
 	e.assertSteady(t)
@@ -914,7 +918,8 @@ func TestSyncer_related_serviceSourceDeletedKeepsKcpCopy(t *testing.T) {
 	e.assertSteady(t)
 	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
 
-	// Gone for good: the state and the annotation go, the kcp copy stays.
+	// Gone for good: the annotation goes, the kcp copy stays and so does
+	// its record (TestSyncer_related_recreatedServiceSourceUpdatesItsCopy).
 	gone := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
 	gone.SetFinalizers(nil)
 	if err := e.service.Update(ctx, gone); err != nil {
@@ -922,11 +927,51 @@ func TestSyncer_related_serviceSourceDeletedKeepsKcpCopy(t *testing.T) {
 	}
 	e.mustConverge(t)
 	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
-	if names := e.relatedStateNames(t); len(names) != 0 {
-		t.Errorf("related state Secrets left: %v", names)
+	if diff := cmp.Diff([]string{relatedState("creds", "service", serviceCredGVK, cluster, "a-creds")}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
 	}
 	if a := relatedAnnotations(e.getRemote(t, "default", "foo")); len(a) != 0 {
 		t.Errorf("annotations left: %v", a)
+	}
+}
+
+// TestSyncer_related_recreatedServiceSourceUpdatesItsCopy: a service-side
+// Secret deleted and created again with other data (an operator rotating
+// credentials) updates the kcp copy that stayed; the copy is not refused
+// as someone else's. Once the consumer deletes that copy, its record goes.
+func TestSyncer_related_recreatedServiceSourceUpdatesItsCopy(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	e.assertSteady(t)
+	if err := e.service.Create(ctx, credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "rotated"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if diff := cmp.Diff(map[string]any{"user": "rotated"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("spec of the kcp copy after the source came back (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
+
+	// Source and copy gone: nothing is left of them.
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state Secrets left: %v", names)
 	}
 }
 
