@@ -145,7 +145,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// Lease (paused beyond it) writes nothing until it renews or exits.
 	var lock *leaderLock
 	if o.EnableLeaderElection {
-		f := fence.New(renewDeadline)
+		f := fence.New(renewDeadline, log.WithName("fence"))
 		if lock, err = newLeaderLock(rest.CopyConfig(svcCfg), o.Namespace, "syncagent."+o.AgentName, identity, f); err != nil {
 			return err
 		}

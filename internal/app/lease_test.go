@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"github.com/go-logr/logr"
 	"testing"
 	"time"
 
@@ -25,7 +26,7 @@ func (f *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) er
 // the Lease up (or another holder written by us) closes it.
 func TestLeaderLockTellsTheFence(t *testing.T) {
 	inner := &fakeLock{}
-	f := fence.New(time.Minute)
+	f := fence.New(time.Minute, logr.Discard())
 	l := &leaderLock{Interface: inner, identity: "me", fence: f}
 	ctx := context.Background()
 	mine := resourcelock.LeaderElectionRecord{HolderIdentity: "me"}

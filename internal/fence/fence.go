@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 )
 
 // ErrLeaseNotRenewed: a write was refused because this replica has not
@@ -29,17 +31,21 @@ var ErrLeaseNotRenewed = errors.New("the leader Lease is not renewed")
 type Fence struct {
 	validFor time.Duration
 	now      func() time.Time
+	log      logr.Logger
 
 	mu sync.Mutex
 	// renewed is when the last successful write of the Lease naming this
 	// replica as holder was sent; zero: it does not hold the Lease.
 	renewed time.Time
+	// closed: a write was refused since the last renewal (logged once).
+	closed bool
 }
 
 // New returns a fence that lets writes through for validFor after each
-// renewal.
-func New(validFor time.Duration) *Fence {
-	return &Fence{validFor: validFor, now: time.Now}
+// renewal; it logs when it starts refusing writes of a replica that held
+// the Lease, and when they resume.
+func New(validFor time.Duration, log logr.Logger) *Fence {
+	return &Fence{validFor: validFor, now: time.Now, log: log}
 }
 
 // Now is the time to pass to Written for a write of the Lease that is
@@ -50,28 +56,39 @@ func (f *Fence) Now() time.Time { return f.now() }
 // names this replica as holder (held) or gives the Lease up (!held).
 func (f *Fence) Written(sent time.Time, held bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !held {
+	reopened := false
+	switch {
+	case !held:
 		f.renewed = time.Time{}
-		return
-	}
-	if sent.After(f.renewed) {
+	case sent.After(f.renewed):
 		f.renewed = sent
+		reopened, f.closed = f.closed, false
+	}
+	f.mu.Unlock()
+	if reopened {
+		f.log.Info("The leader Lease was renewed; writes resume")
 	}
 }
 
 // Check returns nil if this replica may write now.
 func (f *Fence) Check() error {
 	f.mu.Lock()
-	renewed := f.renewed
+	renewed, now := f.renewed, f.now()
+	refused := renewed.IsZero() || now.Sub(renewed) >= f.validFor
+	first := refused && !f.closed && !renewed.IsZero()
+	f.closed = f.closed || refused
 	f.mu.Unlock()
-	if renewed.IsZero() {
+	switch {
+	case !refused:
+		return nil
+	case renewed.IsZero():
 		return fmt.Errorf("refusing to write: %w (this replica does not hold it)", ErrLeaseNotRenewed)
 	}
-	if age := f.now().Sub(renewed); age >= f.validFor {
-		return fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, age.Round(time.Millisecond), f.validFor)
+	age := now.Sub(renewed).Round(time.Millisecond)
+	if first {
+		f.log.Info("Writes stop: the leader Lease was not renewed in time; this replica may no longer lead", "lastRenewal", age.String()+" ago", "limit", f.validFor.String())
 	}
-	return nil
+	return fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, age, f.validFor)
 }
 
 // Wrap returns a transport that refuses the writes (POST, PUT, PATCH,

@@ -2,6 +2,7 @@ package fence
 
 import (
 	"errors"
+	"github.com/go-logr/logr"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -36,7 +37,7 @@ func TestFenceTransitions(t *testing.T) {
 		{"paused for a minute (the monotonic clock runs on)", func(_ *Fence, c *clock) { c.t = c.t.Add(time.Minute) }, false},
 	}
 	c := &clock{t: start}
-	f := New(10 * time.Second)
+	f := New(10*time.Second, logr.Discard())
 	f.now = c.now
 	for _, s := range steps {
 		s.do(f, c)
@@ -58,7 +59,7 @@ func TestWrapRefusesWritesOnly(t *testing.T) {
 		sent = append(sent, r.Method+" "+r.URL.Path)
 	}))
 	defer srv.Close()
-	f := New(10 * time.Second) // never renewed: fenced
+	f := New(10*time.Second, logr.Discard()) // never renewed: fenced
 	client := &http.Client{Transport: f.Wrap(http.DefaultTransport)}
 	tests := []struct {
 		method, path string

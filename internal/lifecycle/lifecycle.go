@@ -8,9 +8,17 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
+
+// FencedRetry is when a pass whose write the fence refused is tried again:
+// the Lease renewal period. By then this replica has renewed the Lease
+// (the pass goes on) or has stopped leading and exits.
+const FencedRetry = 2 * time.Second
 
 // Stopping reports whether err comes from the end of the run whose context
 // is run (not from the deadline of one request).
@@ -18,14 +26,37 @@ func Stopping(run context.Context, err error) bool {
 	return err != nil && run.Err() != nil && errors.Is(err, context.Canceled)
 }
 
+// Fenced reports whether err comes from the write fence: this replica may
+// have lost the lead, so nothing is reported (no Event, no condition, no
+// error log) and the pass is tried again after FencedRetry.
+func Fenced(err error) bool {
+	return errors.Is(err, fence.ErrLeaseNotRenewed)
+}
+
+// Quiet reports whether a pass that ended with err must not be reported:
+// the run stops, or the fence refused a write.
+func Quiet(run context.Context, err error) bool {
+	return Stopping(run, err) || Fenced(err)
+}
+
 // QuietOnStop wraps a reconciler: a pass that ends with Stopping returns
-// neither an error nor a requeue.
+// neither an error nor a requeue; one that ends with Fenced is requeued
+// after FencedRetry, without an error.
 func QuietOnStop[T comparable](r reconcile.TypedReconciler[T]) reconcile.TypedReconciler[T] {
 	return reconcile.TypedFunc[T](func(ctx context.Context, req T) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
-		if Stopping(ctx, err) {
-			return reconcile.Result{}, nil
-		}
-		return res, err
+		return Result(ctx, res, err)
 	})
+}
+
+// Result is what a reconciler returns for a pass that ended with res, err
+// (see QuietOnStop).
+func Result(run context.Context, res reconcile.Result, err error) (reconcile.Result, error) {
+	switch {
+	case Stopping(run, err):
+		return reconcile.Result{}, nil
+	case Fenced(err):
+		return reconcile.Result{RequeueAfter: FencedRetry}, nil
+	}
+	return res, err
 }

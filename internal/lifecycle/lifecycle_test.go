@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
 
 func TestQuietOnStop(t *testing.T) {
@@ -27,6 +29,7 @@ func TestQuietOnStop(t *testing.T) {
 		{name: "a canceled request of a running controller is reported", ctx: context.Background(), err: canceled, wantErr: true},
 		{name: "a deadline is reported", ctx: stopped, err: context.DeadlineExceeded, wantErr: true},
 		{name: "success", ctx: context.Background()},
+		{name: "a write the fence refused", ctx: context.Background(), err: fmt.Errorf("failed to patch: %w", fence.ErrLeaseNotRenewed)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +40,10 @@ func TestQuietOnStop(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("error = %v, want an error: %v", err, tt.wantErr)
 			}
-			if stopping := tt.err != nil && !tt.wantErr; stopping && !res.IsZero() {
+			switch quiet := tt.err != nil && !tt.wantErr; {
+			case quiet && Fenced(tt.err) && res.RequeueAfter != FencedRetry:
+				t.Errorf("a pass the fence cut off is not tried again after %s: %+v", FencedRetry, res)
+			case quiet && !Fenced(tt.err) && !res.IsZero():
 				t.Errorf("a pass cut off by the stop asks for a requeue: %+v", res)
 			}
 		})

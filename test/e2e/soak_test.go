@@ -1116,8 +1116,9 @@ var soakExpectedErrors = []struct {
 	// leader cannot renew the Lease and stops leading.
 	{causeService, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed`)},
 	// A leader resumed after it lost the lease: its write fence refuses
-	// the writes of the passes it had in hand until it exits.
-	{causePaused, regexp.MustCompile(`refusing to write: the leader Lease is not renewed`)},
+	// the writes of the passes it had in hand (quietly: requeued) until it
+	// exits; client-go's elector finds its request deadline passed.
+	{causePaused, regexp.MustCompile(`refusing to write: the leader Lease is not renewed|error retrieving resource lock`)},
 }
 
 const (

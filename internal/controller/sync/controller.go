@@ -457,10 +457,7 @@ func waitBackoff(n int) time.Duration {
 // the next controller starts from a full list.
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	res, err := r.reconcile(ctx, req)
-	if lifecycle.Stopping(ctx, err) {
-		return reconcile.Result{}, nil
-	}
-	return res, err
+	return lifecycle.Result(ctx, res, err)
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
@@ -513,7 +510,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if r.pr.Spec.EnableWorkspacePaths {
 		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
-			if lifecycle.Stopping(run, err) {
+			if lifecycle.Quiet(run, err) {
 				return reconcile.Result{}, err
 			}
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The workspace path could not be determined.")
@@ -527,7 +524,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 		recorder.Event(o, eventType, reason, message)
 	}
 	res, err := s.Process(ctx, ws, obj)
-	if lifecycle.Stopping(run, err) {
+	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}
 	if apierrors.IsConflict(err) {

@@ -514,7 +514,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 	n, err := r.releaseResource(ctx, prName, gr, urls)
 	switch {
 	case err == nil:
-	case lifecycle.Stopping(ctx, err):
+	case lifecycle.Quiet(ctx, err):
 		// One pass only (the PublishedResource is gone): say what is left.
 		r.log.Info("The agent stopped during the release of a PublishedResource deleted without the agent's finalizer; its remaining objects keep the finalizer",
 			"publishedresource", prName, "released", n)
@@ -536,8 +536,8 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	}
 	r.fleet.Stop(pr.Name)
 	if err := r.releaseAll(ctx, pr, urls); err != nil {
-		if lifecycle.Stopping(ctx, err) {
-			return reconcile.Result{}, err // the agent stops; the next leader releases
+		if lifecycle.Quiet(ctx, err) {
+			return reconcile.Result{}, err // the agent stops (or may have lost the lead); the next leader releases
 		}
 		r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name)
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
