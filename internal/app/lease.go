@@ -87,11 +87,17 @@ func (l *leaderLock) Create(ctx context.Context, ler resourcelock.LeaderElection
 	return err
 }
 
+// A write that gives the Lease up closes the fence before it is sent: the
+// next leader may take over as soon as it lands.
 func (l *leaderLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
 	sent := l.fence.Now()
+	held := ler.HolderIdentity == l.identity
+	if !held {
+		l.fence.Written(sent, false)
+	}
 	err := l.Interface.Update(ctx, ler)
-	if err == nil {
-		l.fence.Written(sent, ler.HolderIdentity == l.identity)
+	if err == nil && held {
+		l.fence.Written(sent, true)
 	}
 	return err
 }
@@ -116,9 +122,8 @@ func (l *leaderLock) release() error {
 		lease.Spec.LeaseDurationSeconds = &one
 		lease.Spec.AcquireTime = &now
 		lease.Spec.RenewTime = &now
-		if _, err = l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
-			l.fence.Written(l.fence.Now(), false)
-		}
+		l.fence.Written(l.fence.Now(), false)
+		_, err = l.client.CoordinationV1().Leases(l.namespace).Update(ctx, lease, metav1.UpdateOptions{})
 		return err
 	})
 }

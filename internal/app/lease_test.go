@@ -12,14 +12,21 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
 
-// fakeLock is a Lease lock whose writes fail when err is set.
+// fakeLock is a Lease lock whose writes fail when err is set; during an
+// Update, during is called.
 type fakeLock struct {
 	resourcelock.Interface
-	err error
+	err    error
+	during func()
 }
 
 func (f *fakeLock) Create(context.Context, resourcelock.LeaderElectionRecord) error { return f.err }
-func (f *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error { return f.err }
+func (f *fakeLock) Update(context.Context, resourcelock.LeaderElectionRecord) error {
+	if f.during != nil {
+		f.during()
+	}
+	return f.err
+}
 
 // TestLeaderLockTellsTheFence: only a successful write of the Lease naming
 // this replica opens the fence; a failed one changes nothing, and giving
@@ -39,7 +46,16 @@ func TestLeaderLockTellsTheFence(t *testing.T) {
 		{"a failed acquisition", func() error { inner.err = errors.New("conflict"); return l.Create(ctx, mine) }, false},
 		{"acquired", func() error { inner.err = nil; return l.Create(ctx, mine) }, true},
 		{"a failed renewal", func() error { inner.err = errors.New("timeout"); return l.Update(ctx, mine) }, true},
-		{"released", func() error { inner.err = nil; return l.Update(ctx, resourcelock.LeaderElectionRecord{}) }, false},
+		{"released (refused while the release is sent)", func() error {
+			inner.err = nil
+			inner.during = func() {
+				if f.Check() == nil {
+					t.Error("writes pass while the Lease is being given up")
+				}
+			}
+			defer func() { inner.during = nil }()
+			return l.Update(ctx, resourcelock.LeaderElectionRecord{})
+		}, false},
 		{"renewed", func() error { return l.Update(ctx, mine) }, true},
 	}
 	for _, s := range steps {

@@ -13,8 +13,10 @@
 package fence
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -72,23 +74,36 @@ func (f *Fence) Written(sent time.Time, held bool) {
 
 // Check returns nil if this replica may write now.
 func (f *Fence) Check() error {
+	_, err := f.check()
+	return err
+}
+
+// check returns, if this replica may write now, until when.
+func (f *Fence) check() (time.Time, error) {
 	f.mu.Lock()
 	renewed, now := f.renewed, f.now()
-	refused := renewed.IsZero() || now.Sub(renewed) >= f.validFor
+	refused := renewed.IsZero() || age(now, renewed) >= f.validFor
 	first := refused && !f.closed && !renewed.IsZero()
 	f.closed = f.closed || refused
 	f.mu.Unlock()
 	switch {
 	case !refused:
-		return nil
+		return renewed.Add(f.validFor), nil
 	case renewed.IsZero():
-		return fmt.Errorf("refusing to write: %w (this replica does not hold it)", ErrLeaseNotRenewed)
+		return time.Time{}, fmt.Errorf("refusing to write: %w (this replica does not hold it)", ErrLeaseNotRenewed)
 	}
-	age := now.Sub(renewed).Round(time.Millisecond)
+	a := age(now, renewed).Round(time.Millisecond)
 	if first {
-		f.log.Info("Writes stop: the leader Lease was not renewed in time; this replica may no longer lead", "lastRenewal", age.String()+" ago", "limit", f.validFor.String())
+		f.log.Info("Writes stop: the leader Lease was not renewed in time; this replica may no longer lead", "lastRenewal", a.String()+" ago", "limit", f.validFor.String())
 	}
-	return fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, age, f.validFor)
+	return time.Time{}, fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, a, f.validFor)
+}
+
+// age is how long ago renewed was by the monotonic clock (which runs on
+// while the process is stopped) or by the wall clock (which also counts a
+// suspended machine), whichever is longer.
+func age(now, renewed time.Time) time.Duration {
+	return max(now.Sub(renewed), now.Round(0).Sub(renewed.Round(0)))
 }
 
 // Wrap returns a transport that refuses the writes (POST, PUT, PATCH,
@@ -103,13 +118,41 @@ type roundTripper struct {
 	next  http.RoundTripper
 }
 
+// RoundTrip sends a write only until the fence closes: a request that is
+// still dialling, queued behind a lost connection or retried by HTTP/2
+// when the fence closes is abandoned before it reaches the server (bytes
+// already handed to the kernel cannot be called back; the 5 s between
+// the renew deadline and the lease duration cover them).
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if mutating(req.Method) && !isEvent(req.URL.Path) {
-		if err := r.fence.Check(); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
-		}
+	if !mutating(req.Method) || isEvent(req.URL.Path) {
+		return r.next.RoundTrip(req)
 	}
-	return r.next.RoundTrip(req)
+	until, err := r.fence.check()
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	ctx, cancel := context.WithDeadline(req.Context(), until)
+	resp, err := r.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if ctx.Err() == context.DeadlineExceeded && req.Context().Err() == nil {
+			return nil, fmt.Errorf("%s %s: refusing to write: %w (the lease ran out while the request waited to be sent)", req.Method, req.URL.Path, ErrLeaseNotRenewed)
+		}
+		return nil, err
+	}
+	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose ends a request's context when its response body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	defer c.cancel()
+	return c.ReadCloser.Close()
 }
 
 func mutating(method string) bool {
@@ -121,16 +164,20 @@ func mutating(method string) bool {
 }
 
 // isEvent tells whether path is a request for core or events.k8s.io
-// Events (a kcp path starts with /clusters/<name>).
+// Events. kcp paths have /clusters/<name> before the API path, and virtual
+// workspace URLs a prefix before that.
 func isEvent(path string) bool {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) > 2 && parts[0] == "clusters" {
-		parts = parts[2:]
+	for i, p := range parts {
+		if (p == "api" || p == "apis") && (i == 0 || (i >= 2 && parts[i-2] == "clusters")) {
+			parts = parts[i:]
+			break
+		}
 	}
 	switch {
-	case len(parts) > 2 && parts[0] == "api":
+	case len(parts) > 2 && parts[0] == "api" && parts[1] == "v1":
 		parts = parts[2:]
-	case len(parts) > 3 && parts[0] == "apis":
+	case len(parts) > 3 && parts[0] == "apis" && parts[1] == "events.k8s.io":
 		parts = parts[3:]
 	default:
 		return false

@@ -3,6 +3,7 @@ package fence
 import (
 	"errors"
 	"github.com/go-logr/logr"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -75,6 +76,13 @@ func TestWrapRefusesWritesOnly(t *testing.T) {
 		{http.MethodPatch, "/clusters/abc/apis/example.com/v1/namespaces/default/things/events", false},
 		{http.MethodDelete, "/api/v1/namespaces/events", false},
 		{http.MethodPut, "/clusters/abc/apis/example.com/v1/things/a/status", false},
+		{http.MethodPost, "/services/apiexport/1abc/my-export/clusters/2def/api/v1/namespaces/default/events", true},
+		{http.MethodPatch, "/services/apiexport/1abc/my-export/clusters/2def/apis/events.k8s.io/v1/namespaces/default/events/x", true},
+		{http.MethodPost, "/prefix/clusters/root/api/v1/namespaces/default/events", true},
+		{http.MethodPatch, "/services/apiexport/1abc/my-export/clusters/2def/apis/example.com/v1/namespaces/default/things/x", false},
+		{http.MethodPatch, "/apis/example.com/v1/namespaces/n/events/x", false},
+		{http.MethodPost, "/apis/calendar.example.com/v1/events", false},
+		{http.MethodPost, "/clusters/x/api/v1/namespaces/clusters/secrets", false},
 	}
 	for _, tt := range tests {
 		sent = nil
@@ -94,3 +102,59 @@ func TestWrapRefusesWritesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAbandonedWhenTheFenceCloses: a write that passed the check but
+// is still waiting to be sent when the fence closes never reaches the
+// server.
+func TestWriteAbandonedWhenTheFenceCloses(t *testing.T) {
+	received := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { received <- struct{}{} }))
+	defer srv.Close()
+	f := New(300*time.Millisecond, logr.Discard())
+	f.Written(time.Now(), true)
+	slow := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		select { // dialling through a partition
+		case <-time.After(2 * time.Second):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+		return http.DefaultTransport.RoundTrip(req)
+	})
+	client := &http.Client{Transport: f.Wrap(slow)}
+	req, err := http.NewRequest(http.MethodPatch, srv.URL+"/api/v1/namespaces/default/secrets/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.Do(req)
+	if !errors.Is(err, ErrLeaseNotRenewed) {
+		t.Errorf("err = %v, want ErrLeaseNotRenewed", err)
+	}
+	select {
+	case <-received:
+		t.Error("the write reached the server after the fence closed")
+	case <-time.After(2500 * time.Millisecond):
+	}
+}
+
+// TestResponseReadableAfterRoundTrip: the deadline of a write that was
+// sent in time does not cut off the reading of its answer.
+func TestResponseReadableAfterRoundTrip(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer srv.Close()
+	f := New(time.Minute, logr.Discard())
+	f.Written(time.Now(), true)
+	client := &http.Client{Transport: f.Wrap(http.DefaultTransport)}
+	resp, err := client.Post(srv.URL+"/api/v1/namespaces/default/secrets", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || string(body) != "ok" {
+		t.Errorf("body = %q, %v", body, err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

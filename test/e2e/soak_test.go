@@ -656,7 +656,8 @@ func unavailable(err error) bool {
 	}
 	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsUnexpectedServerError(err) || utilnet.IsConnectionRefused(err) ||
-		utilnet.IsConnectionReset(err) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // opLog records every operation and fault with its time.
@@ -925,8 +926,7 @@ func (r *replicaSet) dumpGoroutines(a *framework.Agent, name string) {
 }
 
 // The kinds of fault. Faults are dealt from a deck that holds each kind
-// once, shuffled by the seed, so that every four faults in a row cover
-// every kind (a short soak too).
+// once, shuffled by the seed: each deck of five faults covers every kind.
 const (
 	faultKill = iota
 	faultTerm
@@ -1013,6 +1013,9 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.Serv
 		defer faults.begin(causeService)()
 		svc.RestartAPIServer(r.t, down)
 		log.add("fault-service-apiserver-started")
+		// The leader may still give up the Lease it could not renew and
+		// exit: wait for that (or for a leader) before replacing replicas.
+		r.awaitLeaderOrExit(soakLease + 15*time.Second)
 		r.heal(log)
 	}
 }
@@ -1028,6 +1031,23 @@ func (r *replicaSet) start(log *opLog) {
 	r.mu.Unlock()
 	if log != nil {
 		log.add("replica-started")
+	}
+}
+
+// awaitLeaderOrExit waits up to d until a live replica leads or one has
+// exited.
+func (r *replicaSet) awaitLeaderOrExit(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		agents := slices.Clone(r.agents)
+		r.mu.Unlock()
+		for _, a := range agents {
+			if a.Exited() || isLeader(r.t, a) {
+				return
+			}
+		}
+		time.Sleep(time.Second)
 	}
 }
 
@@ -1130,8 +1150,19 @@ const (
 	// soakRecovery is how long after a fault's end its errors may still
 	// be logged: the agent reconnects to an endpoint with a backoff of up
 	// to a minute.
-	soakRecovery = 75 * time.Second
+	soakRecovery        = 75 * time.Second
+	soakServiceRecovery = 25 * time.Second
 )
+
+// recovery is how long after a fault's end its errors may still be logged:
+// the agent reconnects to a kcp endpoint with a backoff of up to a minute;
+// the service cluster's clients retry within seconds.
+func recovery(cause string) time.Duration {
+	if cause == causeService {
+		return soakServiceRecovery
+	}
+	return soakRecovery
+}
 
 // faultWindows records when each cause of expected errors was active.
 type faultWindows struct {
@@ -1151,7 +1182,7 @@ func (f *faultWindows) begin(cause string) (end func()) {
 	return func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.windows[cause][i][1] = time.Now().Add(soakRecovery)
+		f.windows[cause][i][1] = time.Now().Add(recovery(cause))
 	}
 }
 

@@ -63,7 +63,8 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, 0, fmt.Errorf("unreadable audit event: %w", err)
 		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
+		// A request the server panicked on or cut off counts as well.
+		if (e.Stage != "ResponseComplete" && e.Stage != "Panic") || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
 			continue
 		}
 		ref := e.ObjectRef
@@ -79,7 +80,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 				}
 				leases = append(leases, holding{e.Done, holder})
 			}
-		case ref.Resource == "events":
+		case ref.Resource == "events" && (ref.APIGroup == "" || ref.APIGroup == "events.k8s.io"):
 		case e.Verb == "create" || e.Verb == "update" || e.Verb == "patch" || e.Verb == "delete" || e.Verb == "deletecollection":
 			writes = append(writes, e)
 		}

@@ -50,6 +50,7 @@ func TestOneWriter(t *testing.T) {
 		{"a write after the Lease was given up", []string{lease(a, 0, &ida), lease(a, 5*s, &none), write(a, 6*s)}, 1},
 		{"a write received while its holder's renewal is in flight", []string{lease(a, 0, &ida), lease(a, 2*s, &ida), write(a, 2*s+5*time.Millisecond)}, 0},
 		{"Events are not state", []string{lease(b, 0, &idb), auditLine(t, "create", a, "events", "e", 1*s, 1*s, nil)}, 0},
+		{"a type named events in another group is state", []string{lease(b, 0, &idb), withGroup(t, auditLine(t, "create", a, "events", "e", 1*s, 1*s, nil), "calendar.example.com")}, 1},
 		{"other clients are not the agent", []string{lease(b, 0, &idb), write("kubectl/v1.33", 1*s)}, 0},
 	}
 	for _, tt := range tests {
@@ -61,4 +62,19 @@ func TestOneWriter(t *testing.T) {
 			t.Errorf("%s: %d violations %v, want %d", tt.name, len(vs), vs, tt.want)
 		}
 	}
+}
+
+// withGroup sets the API group of an audit line's object.
+func withGroup(t *testing.T, line, group string) string {
+	t.Helper()
+	var e map[string]any
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatal(err)
+	}
+	e["objectRef"].(map[string]any)["apiGroup"] = group
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -215,6 +215,7 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 
 // validate refuses configurations the checker would judge wrongly.
 func (c *Checker) validate() error {
+	labels := map[string]bool{}
 	for _, r := range c.Resources {
 		if len(r.Related) > 0 && !r.KcpNamespaced {
 			return fmt.Errorf("resource %s: related Secrets are checked in the primary's namespace; %s is cluster-scoped", r.Name, r.Kcp.Kind)
@@ -226,6 +227,10 @@ func (c *Checker) validate() error {
 			if rel.Origin != OriginService && rel.Label == "" {
 				return fmt.Errorf("resource %s: related entry %q of origin kcp needs the label its sources carry", r.Name, rel.Suffix)
 			}
+			if rel.Label != "" && labels[rel.Label] {
+				return fmt.Errorf("resource %s: label %s names the copies of another related entry too", r.Name, rel.Label)
+			}
+			labels[rel.Label] = true
 		}
 	}
 	return nil

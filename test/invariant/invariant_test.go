@@ -366,6 +366,8 @@ func TestCheckerRefusesWhatItWouldJudgeWrongly(t *testing.T) {
 		"cluster-scoped primary": {Name: "widgets", Related: []RelatedSecret{{Suffix: "-token", Label: tokenLabel}}},
 		"no suffix":              {Name: "things", KcpNamespaced: true, Related: []RelatedSecret{{Label: tokenLabel}}},
 		"no label":               {Name: "things", KcpNamespaced: true, Related: []RelatedSecret{{Suffix: "-token"}}},
+		"one label for two entries": {Name: "things", KcpNamespaced: true, Related: []RelatedSecret{
+			{Suffix: "-token", Label: tokenLabel}, {Suffix: "-key", Label: tokenLabel}}},
 	} {
 		c := &Checker{Service: fake.NewClientBuilder().Build(), Resources: []Resource{r}}
 		if _, err := c.Check(t.Context()); err == nil {

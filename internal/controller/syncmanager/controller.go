@@ -514,7 +514,10 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 	n, err := r.releaseResource(ctx, prName, gr, urls)
 	switch {
 	case err == nil:
-	case lifecycle.Quiet(ctx, err):
+	case lifecycle.Fenced(err):
+		r.log.Info("The release of a PublishedResource deleted without the agent's finalizer was cut off: this replica may no longer lead; its remaining objects keep the finalizer",
+			"publishedresource", prName, "released", n)
+	case lifecycle.Stopping(ctx, err):
 		// One pass only (the PublishedResource is gone): say what is left.
 		r.log.Info("The agent stopped during the release of a PublishedResource deleted without the agent's finalizer; its remaining objects keep the finalizer",
 			"publishedresource", prName, "released", n)

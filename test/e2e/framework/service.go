@@ -91,7 +91,9 @@ func StartServiceCluster(t T) *ServiceCluster {
 	api.Address, api.Port = "127.0.0.1", strconv.Itoa(apiPort) // SecureServing
 	if os.Getenv(EnvServiceAudit) != "" {
 		policy := WriteFile(t, "service-audit-policy.yaml", []byte(auditPolicy))
-		api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", filepath.Join(ArtifactsDir(t), "service-audit.log"))
+		// One file however long the run (it would rotate at 100 MB).
+		api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", filepath.Join(ArtifactsDir(t), "service-audit.log")).
+			Set("audit-log-maxsize", "100000")
 	}
 	cfg, err := env.Start()
 	if err != nil {
