@@ -21,6 +21,13 @@ var thingsResource = invariant.Resource{Name: "things", Kcp: kcpThing, Local: lo
 // the test fails with every violation it last saw.
 func converged(t *testing.T, f *framework.Fixture, workspaces []*framework.Workspace, resources ...invariant.Resource) {
 	t.Helper()
+	convergedExplained(t, f, workspaces, nil, resources...)
+}
+
+// convergedExplained is converged; explain (if not nil) adds to each
+// violation what touched its object.
+func convergedExplained(t *testing.T, f *framework.Fixture, workspaces []*framework.Workspace, explain func(invariant.Violation) string, resources ...invariant.Resource) {
+	t.Helper()
 	c := &invariant.Checker{Service: f.Service.Client, AgentName: f.Export.Name + "-syncagent", AgentNamespace: framework.AgentNamespace, Resources: resources}
 	for _, w := range workspaces {
 		c.Workspaces = append(c.Workspaces, invariant.Workspace{Cluster: w.ClusterName, Client: w.Client})
@@ -35,7 +42,11 @@ func converged(t *testing.T, f *framework.Fixture, workspaces []*framework.Works
 		}
 		lines := make([]string, 0, len(vs))
 		for _, v := range vs {
-			lines = append(lines, v.String())
+			line := v.String()
+			if explain != nil {
+				line += explain(v)
+			}
+			lines = append(lines, line)
 		}
 		violations = fmt.Sprintf("%d violation(s):\n%s", len(vs), strings.Join(lines, "\n"))
 		return len(vs) == 0, nil

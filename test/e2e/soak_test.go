@@ -220,7 +220,7 @@ func TestSoak(t *testing.T) {
 	log.add("quiescence")
 	replicas.heal(log)
 	quiet := time.Now()
-	converged(t, f, w.ws, w.resources()...)
+	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
 	log.add("converged after %s", time.Since(quiet).Round(time.Second))
 	replicas.oneLeaderRunning(t, len(soakKinds))
 
@@ -250,7 +250,7 @@ func TestSoak(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	converged(t, f, w.ws, w.resources()...)
+	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
 	time.Sleep(soakSettle)
 	newLeader := replicas.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
@@ -677,6 +677,33 @@ func (l *opLog) add(format string, args ...any) {
 		l.counts = map[string]int{}
 	}
 	l.counts[strings.TrimSuffix(strings.Fields(line)[0], ":")]++
+}
+
+// soakExplainLines bounds the history printed per violation.
+const soakExplainLines = 30
+
+// explain lists the operations on a violation's kcp object (by workspace
+// and name) and every fault and administrator change, the latest last.
+func (l *opLog) explain(v invariant.Violation) string {
+	cluster, rest, ok := strings.Cut(strings.Fields(v.Object)[0], "|")
+	if !ok {
+		return "" // a service-side object: grep the operation log for its name
+	}
+	name := rest[strings.LastIndex(rest, "/")+1:]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range l.lines {
+		fields := strings.Fields(line)
+		touched := strings.Contains(line, "ws="+cluster) && slices.Contains(fields, name)
+		if touched || strings.Contains(line, " fault-") || strings.Contains(line, " admin-") {
+			out = append(out, line)
+		}
+	}
+	if len(out) > soakExplainLines {
+		out = out[len(out)-soakExplainLines:]
+	}
+	return "\n    history (operations on it, faults, administrator):\n      " + strings.Join(out, "\n      ")
 }
 
 func (l *opLog) summary() string {
