@@ -157,7 +157,8 @@ func (s *ServiceCluster) RestartAPIServer(t T, down time.Duration) {
 }
 
 // findProcess finds the process whose command line starts with a binary
-// named name and contains arg; it returns its pid and argv.
+// whose name starts with name and contains arg; it returns its pid and
+// argv.
 func findProcess(name, arg string) (int, []string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -173,7 +174,8 @@ func findProcess(name, arg string) (int, []string, error) {
 			continue
 		}
 		argv := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-		if filepath.Base(argv[0]) == name && slices.Contains(argv[1:], arg) {
+		// The test bed's binaries carry their version: kube-apiserver-v1.33.4.
+		if strings.HasPrefix(filepath.Base(argv[0]), name) && slices.Contains(argv[1:], arg) {
 			return pid, argv, nil
 		}
 	}
