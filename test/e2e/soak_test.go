@@ -1177,9 +1177,7 @@ const (
 	causeStop    = "replica stopped"
 	causePaused  = "leader paused beyond its lease"
 	causeService = "service kube-apiserver restarted"
-	// soakRecovery is how long after a fault's end its errors may still
-	// be logged: the agent reconnects to an endpoint with a backoff of up
-	// to a minute.
+	// soakRecovery and soakServiceRecovery: see recovery.
 	soakRecovery        = 75 * time.Second
 	soakServiceRecovery = 25 * time.Second
 )
