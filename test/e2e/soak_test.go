@@ -967,8 +967,8 @@ const (
 // replica (a new one starts 2–5 s later), SIGSTOP of the leader for longer
 // than its lease (then SIGCONT: it must step down; if it exits, a new
 // replica starts), the second kcp shard stopped for 5–20 s, or the service
-// kube-apiserver stopped for 3–10 s (replicas that lost the lease and
-// exited are replaced when it is back).
+// kube-apiserver killed and started again 3–10 s later (replicas that
+// lost the lease and exited are replaced when it is back).
 func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.ServiceCluster, faults *faultWindows, log *opLog) {
 	if len(r.deck) == 0 {
 		r.deck = rnd.Perm(faultKinds)
@@ -1036,9 +1036,13 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.Serv
 		log.add("fault-shard-started %s", framework.SecondShard)
 	case faultService:
 		down := time.Duration(3+rnd.IntN(8)) * time.Second
-		log.add("fault-service-apiserver-stop for %s", down)
+		log.add("fault-service-apiserver-kill for %s", down)
 		defer faults.begin(causeService)()
-		svc.RestartAPIServer(r.t, down)
+		if err := svc.RestartAPIServer(context.Background(), down); err != nil {
+			r.t.Errorf("restart the service kube-apiserver: %v", err)
+			log.add("fault-service-apiserver-restart: error: %v", err)
+			return
+		}
 		log.add("fault-service-apiserver-started")
 		// The leader may still give up the Lease it could not renew and
 		// exit: wait for that (or for a leader) before replacing replicas.

@@ -48,7 +48,8 @@ type ServiceCluster struct {
 	// Kubeconfig is the path of an admin kubeconfig for the cluster.
 	Kubeconfig string
 
-	apiPort int
+	apiPort   int
+	artifacts string
 	// restarted is the kube-apiserver started by RestartAPIServer (nil:
 	// envtest's still runs).
 	restarted *Process
@@ -109,51 +110,72 @@ func StartServiceCluster(t T) *ServiceCluster {
 		t.Fatal(err)
 	}
 	dir := ArtifactsDir(t)
-	s := &ServiceCluster{Config: cfg, Client: c, Kubeconfig: WriteKubeconfig(t, dir, "service.kubeconfig", cfg), apiPort: apiPort}
+	s := &ServiceCluster{Config: cfg, Client: c, Kubeconfig: WriteKubeconfig(t, dir, "service.kubeconfig", cfg), apiPort: apiPort, artifacts: dir}
 	// Registered after envtest's stop, so it runs before it.
 	t.Cleanup(func() {
 		if s.restarted != nil {
-			s.restarted.Stop(20 * time.Second)
+			s.restarted.Kill()
 		}
 	})
 	return s
 }
 
-// RestartAPIServer stops the kube-apiserver (SIGTERM), waits down and
-// starts it again with the same command line, so with the same certificates
-// and etcd: every client and kubeconfig stays valid. It returns when the
-// server is ready again.
-func (s *ServiceCluster) RestartAPIServer(t T, down time.Duration) {
-	t.Helper()
+// RestartAPIServer kills the kube-apiserver (SIGKILL: a crash; etcd keeps
+// the data), waits down and starts it again with the same command line, so
+// with the same certificates and etcd: every client and kubeconfig stays
+// valid. It returns when the server is ready again.
+func (s *ServiceCluster) RestartAPIServer(ctx context.Context, down time.Duration) error {
 	var bin string
 	var args []string
 	if s.restarted != nil {
 		bin, args = s.restarted.bin, s.restarted.args
-		s.restarted.Stop(20 * time.Second)
+		s.restarted.Kill()
 	} else {
 		pid, argv, err := findProcess("kube-apiserver", fmt.Sprintf("--secure-port=%d", s.apiPort))
-		Must(t, err, "find the service kube-apiserver")
+		if err != nil {
+			return err
+		}
 		bin, args = argv[0], argv[1:]
-		Must(t, syscall.Kill(pid, syscall.SIGTERM), "stop the service kube-apiserver")
-		WaitFor(t, 30*time.Second, "the service kube-apiserver to stop", func(context.Context) (bool, error) {
-			_, err := os.Stat(fmt.Sprintf("/proc/%d/cmdline", pid))
-			return os.IsNotExist(err), nil
-		})
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("failed to kill the service kube-apiserver: %w", err)
+		}
+		// envtest's process waiter reaps it.
+		if err := waitUntil(ctx, 30*time.Second, func(context.Context) bool {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			return os.IsNotExist(err)
+		}); err != nil {
+			return fmt.Errorf("the killed service kube-apiserver did not go: %w", err)
+		}
 	}
 	time.Sleep(down)
 	s.restarts++
-	p, err := StartProcess("kube-apiserver", bin, filepath.Join(ArtifactsDir(t), fmt.Sprintf("service-apiserver-restarted-%d.log", s.restarts)), args, nil)
-	Must(t, err, "start the service kube-apiserver again")
+	p, err := StartProcess("kube-apiserver", bin, filepath.Join(s.artifacts, fmt.Sprintf("service-apiserver-restarted-%d.log", s.restarts)), args, nil)
+	if err != nil {
+		return fmt.Errorf("failed to start the service kube-apiserver again: %w", err)
+	}
 	s.restarted = p
 	cs, err := kubernetes.NewForConfig(s.Config)
-	Must(t, err, "client")
-	WaitFor(t, time.Minute, "the service kube-apiserver to be ready again", func(ctx context.Context) (bool, error) {
-		if p.Exited() {
-			t.Fatalf("the restarted kube-apiserver exited, see %s", p.LogPath)
-		}
+	if err != nil {
+		return err
+	}
+	return waitUntil(ctx, time.Minute, func(ctx context.Context) bool {
 		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil, nil
+		return err == nil && !p.Exited()
 	})
+}
+
+// waitUntil polls cond every 250 ms until it holds or d passes.
+func waitUntil(ctx context.Context, d time.Duration, cond func(context.Context) bool) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for !cond(ctx) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not done within %s: %w", d, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // findProcess finds the process whose command line starts with a binary
