@@ -118,11 +118,13 @@ type roundTripper struct {
 	next  http.RoundTripper
 }
 
-// RoundTrip sends a write only until the fence closes: a request that is
+// RoundTrip sends a write only while the fence is open: a request that is
 // still dialling, queued behind a lost connection or retried by HTTP/2
-// when the fence closes is abandoned before it reaches the server (bytes
-// already handed to the kernel cannot be called back; the 5 s between
-// the renew deadline and the lease duration cover them).
+// when the lease runs out is abandoned before it reaches the server
+// (bytes already handed to the kernel cannot be called back; the 5 s
+// between the renew deadline and the lease duration cover them). The cut
+// follows the renewals: a slow write under a lease that keeps being
+// renewed is never cut.
 func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !mutating(req.Method) || isEvent(req.URL.Path) {
 		return r.next.RoundTrip(req)
@@ -131,28 +133,83 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
-	ctx, cancel := context.WithDeadline(req.Context(), until)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	w := &watchdog{fence: r.fence, cancel: cancel}
+	w.arm(until)
+	done := func() {
+		w.stop()
+		cancel(nil)
+	}
 	resp, err := r.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
-		cancel()
-		if ctx.Err() == context.DeadlineExceeded && req.Context().Err() == nil {
-			return nil, fmt.Errorf("%s %s: refusing to write: %w (the lease ran out while the request waited to be sent)", req.Method, req.URL.Path, ErrLeaseNotRenewed)
+		done()
+		if errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
+			return nil, fmt.Errorf("%s %s: cut off, the write may or may not have been applied: %w", req.Method, req.URL.Path, context.Cause(ctx))
 		}
 		return nil, err
 	}
-	resp.Body = cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	resp.Body = &fencedBody{ReadCloser: resp.Body, ctx: ctx, done: done}
 	return resp, nil
 }
 
-// cancelOnClose ends a request's context when its response body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
+// watchdog cuts a write when the fence closes while it is under way: when
+// the time runs out it asks the fence again and, if the Lease was renewed
+// meanwhile, waits for the new end.
+type watchdog struct {
+	fence  *Fence
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
 }
 
-func (c cancelOnClose) Close() error {
-	defer c.cancel()
-	return c.ReadCloser.Close()
+func (w *watchdog) arm(until time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.timer = time.AfterFunc(time.Until(until), w.fire)
+}
+
+func (w *watchdog) fire() {
+	until, err := w.fence.check()
+	if err != nil {
+		w.cancel(fmt.Errorf("refusing to write: %w (the lease ran out while the request was under way)", ErrLeaseNotRenewed))
+		return
+	}
+	w.arm(until)
+}
+
+func (w *watchdog) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// fencedBody ends the write's watchdog when the body is closed and says
+// when a read was cut off by the fence.
+type fencedBody struct {
+	io.ReadCloser
+	ctx  context.Context
+	done func()
+}
+
+func (b *fencedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && errors.Is(context.Cause(b.ctx), ErrLeaseNotRenewed) {
+		err = fmt.Errorf("%w: %w", err, context.Cause(b.ctx))
+	}
+	return n, err
+}
+
+func (b *fencedBody) Close() error {
+	defer b.done()
+	return b.ReadCloser.Close()
 }
 
 func mutating(method string) bool {

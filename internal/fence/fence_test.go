@@ -158,3 +158,39 @@ func TestResponseReadableAfterRoundTrip(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestSlowWriteUnderARenewedLease: a write that takes longer than the
+// renew deadline while the Lease keeps being renewed is not cut, and its
+// answer can be read after the first deadline passed.
+func TestSlowWriteUnderARenewedLease(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(500 * time.Millisecond) // an admission webhook
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	f := New(200*time.Millisecond, logr.Discard())
+	f.Written(time.Now(), true)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // the elector renews every 50 ms
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+				f.Written(time.Now(), true)
+			}
+		}
+	}()
+	client := &http.Client{Transport: f.Wrap(http.DefaultTransport)}
+	resp, err := client.Post(srv.URL+"/api/v1/namespaces/default/secrets", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if body, err := io.ReadAll(resp.Body); err != nil || string(body) != "ok" {
+		t.Errorf("body = %q, %v", body, err)
+	}
+}
