@@ -495,6 +495,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
+	if lifecycle.Fenced(err) {
+		// Not a fact about the PublishedResource: no condition says it.
+		return result, err
+	}
 	if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
 		conditions.Apply(st, cond, pr.Generation)
 	}); werr != nil {

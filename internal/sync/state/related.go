@@ -82,6 +82,10 @@ type RelatedRecord struct {
 	OriginSide  string    `json:"originSide"`
 	Origin      ObjectRef `json:"origin"`
 	Destination ObjectRef `json:"destination"`
+	// DestinationUID is the UID of the copy this agent wrote (empty in
+	// records written before it was kept): an object put in its place by
+	// someone else has another UID.
+	DestinationUID types.UID `json:"destinationUID,omitempty"`
 }
 
 // Related identifies the state of one related object of a primary.
@@ -131,6 +135,24 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 		}
 	}
 	return nil, nil
+}
+
+// RelatedDestinationUID returns the UID of the copy the stored record of r
+// names ("" if there is no record or it has no UID).
+func (s *Store) RelatedDestinationUID(ctx context.Context, r Related) (types.UID, error) {
+	secret := &corev1.Secret{}
+	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("failed to get related state Secret: %w", err)
+	}
+	var rec RelatedRecord
+	if json.Unmarshal(secret.Data[relatedRecordKey], &rec) != nil {
+		return "", nil
+	}
+	return rec.DestinationUID, nil
 }
 
 // GetRelatedLive reads the related object's own state Secret from the API

@@ -172,6 +172,18 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	if err != nil {
 		return res, err
 	}
+	// A kcp copy of a service-origin object stays when its source goes
+	// (and so does its record, see pruneRelated); an object a consumer put
+	// in its place has another UID and is not ours.
+	recordedUID, replaced := types.UID(""), false
+	if e.Origin == related.SideService && last != nil {
+		if recordedUID, err = s.State.RelatedDestinationUID(ctx, rec); err != nil {
+			return res, err
+		}
+		if replaced = dest != nil && recordedUID != "" && recordedUID != dest.GetUID(); replaced {
+			last = nil
+		}
+	}
 
 	// Without state the copy is ours only if it already is what we would
 	// write, or if another primary's record says it is the copy of the same
@@ -179,7 +191,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// refusing it, make sure our own state is not just missing from a
 	// lagging cache.
 	foreign := dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object)
-	if foreign {
+	if foreign && !replaced {
 		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
 			return res, err
 		}
@@ -254,7 +266,10 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeNormal, ReasonObjectSynced, "The related object was updated.")
 		}
 	}
-	if last == nil || !equality.Semantic.DeepEqual(last, desired.Object) {
+	if e.Origin == related.SideService {
+		rec.DestinationUID = dest.GetUID()
+	}
+	if last == nil || !equality.Semantic.DeepEqual(last, desired.Object) || recordedUID != rec.DestinationUID {
 		if err := s.State.PutRelated(ctx, rec, desired.Object); err != nil {
 			return res, err
 		}
@@ -560,7 +575,9 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 		}
 	}
 	if deleteCopy && !destShared && st.Destination.Name != "" {
-		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), st.Destination.Unstructured())
+		cp := st.Destination.Unstructured()
+		cp.SetUID(st.DestinationUID) // only the object this agent wrote
+		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), cp)
 		if err != nil {
 			return res, err
 		}
@@ -600,14 +617,8 @@ func (s *Syncer) pruneRelated(ctx context.Context, ws Workspace, p state.Primary
 		if keep.Has(st.SecretName) {
 			continue
 		}
-		if st.OriginSide == string(related.SideService) && st.Destination.Name != "" {
-			exists, err := kcpCopyExists(ctx, ws, st.Destination)
-			if err != nil {
-				return res, err
-			}
-			if exists {
-				continue
-			}
+		if s.keepRecord(ctx, ws, st) {
+			continue
 		}
 		r, err := s.forgetRelated(ctx, ws, p, obj, st, false)
 		res.add(r)
@@ -722,31 +733,45 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 }
 
 // deleteIfExists deletes obj; it reports whether a delete was issued.
-// kcpCopyExists tells whether a kcp copy exists; an absence in the cache
-// is confirmed with the server, as the record is dropped on it.
-func kcpCopyExists(ctx context.Context, ws Workspace, ref state.ObjectRef) (bool, error) {
-	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+// keepRecord tells whether the record of a related object the primary no
+// longer resolves stays: a service-origin copy whose entry is still
+// configured and which is still the object this agent wrote (same UID).
+// Its absence in the cache is confirmed with the server; when the copy
+// cannot be read the record stays (dropping it would turn the copy into
+// someone else's for good).
+func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRelated) bool {
+	if st.OriginSide != string(related.SideService) || st.DestinationUID == "" || st.Destination.Name == "" || s.relatedEntry(st.Identifier) == nil {
+		return false
+	}
+	key := types.NamespacedName{Namespace: st.Destination.Namespace, Name: st.Destination.Name}
 	readers := []ctrlruntimeclient.Reader{ws.Client}
 	if ws.Live != nil {
 		readers = append(readers, ws.Live)
 	}
 	for _, r := range readers {
-		err := r.Get(ctx, key, ref.Unstructured())
+		cp := st.Destination.Unstructured()
+		err := r.Get(ctx, key, cp)
 		switch {
 		case err == nil:
-			return true, nil
+			return cp.GetUID() == st.DestinationUID
 		case !apierrors.IsNotFound(err):
-			return false, fmt.Errorf("failed to get the kcp copy %s: %w", key, err)
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (bool, error) {
-	err := c.Delete(ctx, obj)
+	var opts []ctrlruntimeclient.DeleteOption
+	if uid := obj.GetUID(); uid != "" {
+		opts = append(opts, ctrlruntimeclient.Preconditions{UID: &uid})
+	}
+	err := c.Delete(ctx, obj, opts...)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
+	case apierrors.IsConflict(err) && obj.GetUID() != "":
+		return false, nil // another object has the name now: not ours
 	case err != nil:
 		return false, fmt.Errorf("failed to delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}

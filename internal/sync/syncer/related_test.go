@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -79,9 +80,11 @@ type relatedEnv struct {
 
 type relatedEnvOptions struct {
 	// serviceFuncs intercept the service client's calls.
-	serviceFuncs             interceptor.Funcs
-	rels                     []syncagentv1alpha1.RelatedResourceSpec
-	kcpObjects, serviceObjs  []ctrlruntimeclient.Object
+	serviceFuncs            interceptor.Funcs
+	rels                    []syncagentv1alpha1.RelatedResourceSpec
+	kcpObjects, serviceObjs []ctrlruntimeclient.Object
+	// kcpGet, if set, answers the kcp client's Gets of Credentials.
+	kcpGet                   func(key ctrlruntimeclient.ObjectKey) error
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
 	kcpCredsWithoutHasStatus bool // discovery reports no status subresource for kcp Credentials
 }
@@ -97,7 +100,8 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 		kcpStatus = append(kcpStatus, typed(kcpCredGVK))
 	}
 	e := &relatedEnv{env: &env{
-		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).Build(),
+		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).
+			WithInterceptorFuncs(kcpServer(o.kcpGet)).Build(),
 		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
@@ -134,6 +138,40 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 		RelatedService: e.service,
 	}
 	return e
+}
+
+// kcpServer makes the kcp fake behave like a server where it matters for
+// ownership: created objects get a UID, a delete with a UID precondition
+// of another object conflicts; get (if set) answers Gets of Credentials.
+func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error) interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			if obj.GetUID() == "" {
+				obj.SetUID(uuid.NewUUID())
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			do := &ctrlruntimeclient.DeleteOptions{}
+			do.ApplyOptions(opts)
+			if do.Preconditions != nil && do.Preconditions.UID != nil {
+				cur := &unstructured.Unstructured{}
+				cur.SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
+				if err := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur); err == nil && cur.GetUID() != *do.Preconditions.UID {
+					return apierrors.NewConflict(schema.GroupResource{}, obj.GetName(), errors.New("UID precondition failed"))
+				}
+			}
+			return c.Delete(ctx, obj, opts...)
+		},
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			if get != nil && obj.GetObjectKind().GroupVersionKind().Kind == kcpCredGVK.Kind {
+				if err := get(key); err != nil {
+					return err
+				}
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}
 }
 
 // createPrimary creates the kcp primary default/foo.
@@ -972,6 +1010,82 @@ func TestSyncer_related_recreatedServiceSourceUpdatesItsCopy(t *testing.T) {
 	e.mustConverge(t)
 	if names := e.relatedStateNames(t); len(names) != 0 {
 		t.Errorf("related state Secrets left: %v", names)
+	}
+}
+
+// TestSyncer_related_consumerObjectInPlaceOfTheCopy: a consumer who
+// deletes the kcp copy of a service-origin object that is gone and puts an
+// object of their own under its name keeps it: the returning source does
+// not merge into it (ObjectConflict), and the primary's deletion with
+// cleanup does not delete it.
+func TestSyncer_related_consumerObjectInPlaceOfTheCopy(t *testing.T) {
+	ctx := t.Context()
+	entry := credsEntry()
+	entry.Cleanup = true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{entry},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	mine := credential(kcpCredGVK, "default", "a-creds", map[string]any{"user": "consumer", "password": "consumer-secret"}, nil)
+	if err := e.kcp.Create(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.service.Create(ctx, credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "service"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Errorf("err = %v, want ErrConflict", err)
+	}
+	want := map[string]any{"user": "consumer", "password": "consumer-secret"}
+	if diff := cmp.Diff(want, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the consumer's object was changed (-want +got):\n%s", diff)
+	}
+
+	primary := e.getRemote(t, "default", "foo")
+	if err := e.kcp.Delete(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.converge(t, "default", "foo")
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") == nil {
+		t.Error("the primary's deletion deleted the consumer's object")
+	}
+}
+
+// TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
+// gone service-origin object cannot be read (its claim withdrawn), the
+// pass goes on and the record stays.
+func TestSyncer_related_unreadableCopyKeepsItsRecord(t *testing.T) {
+	ctx := t.Context()
+	forbidden := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+		kcpGet: func(key ctrlruntimeclient.ObjectKey) error {
+			if forbidden {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, key.Name, errors.New("no claim"))
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	forbidden = true
+	e.mustConverge(t)
+	if names := e.relatedStateNames(t); len(names) != 1 {
+		t.Errorf("related state Secrets: %v, want the record kept", names)
 	}
 }
 
