@@ -1168,7 +1168,7 @@ var soakExpectedErrors = []struct {
 	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|Unexpected error when reading response body\t.*"error": "context canceled"\}$`)},
 	// The service kube-apiserver restarts: requests fail or are cut, the
 	// leader cannot renew the Lease and stops leading.
-	{causeService, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
+	{causeService, regexp.MustCompile(`connect: connection refused|connection reset by peer|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
 	// A leader resumed after it lost the lease: its write fence refuses
 	// the writes of the passes it had in hand (quietly: requeued) until it
 	// exits; client-go's elector finds its request deadline passed.
