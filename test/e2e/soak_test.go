@@ -1157,8 +1157,9 @@ var soakExpectedErrors = []struct {
 	// Event patches that carry the claim label kcp put on them.
 	{causeShard, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|API export not found|access denied|claimed\.internal\.apis\.kcp\.io/[^:]*: Forbidden: must not be set`)},
 	// The workspace is unbound: its claims are gone (Events may not be
-	// written) and the bound resources are no longer served.
-	{causeUnbind, regexp.MustCompile(`cannot (create|patch) resource \\"events\\"|the server could not find the requested resource`)},
+	// written), the bound resources are no longer served, and passes of
+	// its objects still queued are denied by the virtual workspace.
+	{causeUnbind, regexp.MustCompile(`cannot (create|patch) resource \\"events\\"|the server could not find the requested resource|access denied`)},
 	// A leader stops (SIGTERM, or SIGCONT after it lost the lease):
 	// controller-runtime reports the end of leading at ERROR although it
 	// is the expected outcome.
