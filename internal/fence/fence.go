@@ -5,8 +5,9 @@
 // as it takes its elector to notice, while the new leader already writes.
 //
 // The fence knows when this replica last wrote the Lease as its holder (the
-// time the write was sent, on the monotonic clock, which runs on while the
-// process is stopped) and lets the agent's writes through only within
+// time the write was sent, measured on the monotonic clock, which runs on
+// while the process is stopped, and on the wall clock, which also counts a
+// suspended machine) and lets the agent's writes through only within
 // ValidFor of it. ValidFor is the renew deadline, shorter than the lease
 // duration that another replica waits after it last saw the Lease change:
 // the difference is the margin for writes in flight.
