@@ -138,10 +138,15 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 }
 
 // RelatedDestinationUID returns the UID of the copy the stored record of r
-// names ("" if there is no record or it has no UID).
-func (s *Store) RelatedDestinationUID(ctx context.Context, r Related) (types.UID, error) {
+// names ("" if there is no record or it has no UID), from the cache or,
+// with live, from the API server.
+func (s *Store) RelatedDestinationUID(ctx context.Context, r Related, live bool) (types.UID, error) {
+	var reader ctrlruntimeclient.Reader = s.Client
+	if live {
+		reader = s.live()
+	}
 	secret := &corev1.Secret{}
-	err := s.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
+	err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil

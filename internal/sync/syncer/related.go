@@ -176,11 +176,18 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// (and so does its record, see pruneRelated); an object a consumer put
 	// in its place has another UID and is not ours.
 	recordedUID, replaced := types.UID(""), false
-	if e.Origin == related.SideService && last != nil {
-		if recordedUID, err = s.State.RelatedDestinationUID(ctx, rec); err != nil {
+	if e.Origin == related.SideService && last != nil && dest != nil {
+		if recordedUID, err = s.State.RelatedDestinationUID(ctx, rec, false); err != nil {
 			return res, err
 		}
-		if replaced = dest != nil && recordedUID != "" && recordedUID != dest.GetUID(); replaced {
+		if recordedUID != "" && recordedUID != dest.GetUID() {
+			// The cache may not have the record of a copy written a
+			// moment ago: ask the server before refusing.
+			if recordedUID, err = s.State.RelatedDestinationUID(ctx, rec, true); err != nil {
+				return res, err
+			}
+		}
+		if replaced = recordedUID != "" && recordedUID != dest.GetUID(); replaced {
 			last = nil
 		}
 	}

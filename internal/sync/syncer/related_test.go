@@ -1061,6 +1061,50 @@ func TestSyncer_related_consumerObjectInPlaceOfTheCopy(t *testing.T) {
 	}
 }
 
+// TestSyncer_related_laggingRecordIsNoReplacement: a cache that still has
+// the record of the copy the agent replaced a moment ago (the consumer had
+// deleted it) does not make the new copy someone else's: the record is
+// asked from the server before the copy is refused.
+func TestSyncer_related_laggingRecordIsNoReplacement(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	var before corev1.SecretList
+	if err := e.service.List(ctx, &before, ctrlruntimeclient.InNamespace("agent-ns")); err != nil {
+		t.Fatal(err)
+	}
+	stale := withAgentIndexes(fake.NewClientBuilder()).Build()
+	for i := range before.Items {
+		sec := before.Items[i].DeepCopy()
+		sec.ResourceVersion = ""
+		if err := stale.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The consumer deletes the copy; the agent writes a new one.
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	// The source changes while the agent's cache still has the old record.
+	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	src.Object["spec"] = map[string]any{"user": "changed"}
+	if err := e.service.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.State = &state.Store{Client: stale, Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("a lagging record made the agent's own copy foreign: %v", err)
+	}
+	if diff := cmp.Diff(map[string]any{"user": "changed"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the copy (-want +got):\n%s", diff)
+	}
+}
+
 // TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
 // gone service-origin object cannot be read (its claim withdrawn), the
 // pass goes on and the record stays.
