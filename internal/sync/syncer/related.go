@@ -202,10 +202,18 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
 			return res, err
 		}
+		if last != nil && e.Origin == related.SideService {
+			if recordedUID, err = s.State.RelatedDestinationUID(ctx, rec, true); err != nil {
+				return res, err
+			}
+			if recordedUID != "" && recordedUID != dest.GetUID() {
+				last = nil
+			}
+		}
 		foreign = last == nil
 	}
 	if foreign {
-		shared, err := s.sharedCopy(ctx, ws, e, rec)
+		shared, err := s.sharedCopy(ctx, ws, e, rec, dest.GetUID())
 		if err != nil {
 			return res, err
 		}
@@ -244,6 +252,17 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			if created {
 				res.Writes++
 			}
+		}
+		if e.Origin == related.SideService && last != nil {
+			// The record must not name a copy that is gone when the new
+			// one exists: if the pass ends between the two writes, the
+			// next one would take the new copy for someone else's.
+			pending := rec
+			pending.DestinationUID = ""
+			if err := s.State.PutRelated(ctx, pending, last); err != nil {
+				return res, err
+			}
+			res.Writes++
 		}
 		dest = desired.DeepCopy()
 		dest.SetAPIVersion(rec.Destination.APIVersion)
@@ -293,7 +312,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 
 // sharedCopy reports whether another primary's record names the existing
 // destination of rec as the copy of rec's origin.
-func (s *Syncer) sharedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (bool, error) {
+func (s *Syncer) sharedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, destUID types.UID) (bool, error) {
 	others, err := s.State.OthersUsing(ctx, rec.Primary, string(e.Destination()), rec.Destination)
 	if err != nil {
 		return false, err
@@ -301,8 +320,12 @@ func (s *Syncer) sharedCopy(ctx context.Context, ws Workspace, e *related.Entry,
 	if others, err = s.alive(ctx, ws, rec.Primary, others); err != nil {
 		return false, err
 	}
+	// Another record proves only the object it names (an object put in
+	// the copy's place has another UID).
 	origin := state.RelatedObjectKey(rec.Cluster, rec.OriginSide, rec.Origin)
-	return slices.ContainsFunc(others, func(o state.StoredRelated) bool { return o.OriginKey() == origin }), nil
+	return slices.ContainsFunc(others, func(o state.StoredRelated) bool {
+		return o.OriginKey() == origin && (o.DestinationUID == "" || o.DestinationUID == destUID)
+	}), nil
 }
 
 // kcpSide returns the kcp-side object of a related pair, which gets the Events.
@@ -739,15 +762,15 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 	return nil
 }
 
-// deleteIfExists deletes obj; it reports whether a delete was issued.
 // keepRecord tells whether the record of a related object the primary no
 // longer resolves stays: a service-origin copy whose entry is still
-// configured and which is still the object this agent wrote (same UID).
-// Its absence in the cache is confirmed with the server; when the copy
-// cannot be read the record stays (dropping it would turn the copy into
-// someone else's for good).
+// configured and which is still the object this agent wrote (same UID;
+// records written before UIDs were kept: any object of that name). Its
+// absence in the cache is confirmed with the server; when the copy cannot
+// be read the record stays (dropping it would turn the copy into someone
+// else's for good).
 func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRelated) bool {
-	if st.OriginSide != string(related.SideService) || st.DestinationUID == "" || st.Destination.Name == "" || s.relatedEntry(st.Identifier) == nil {
+	if st.OriginSide != string(related.SideService) || st.Destination.Name == "" || s.relatedEntry(st.Identifier) == nil {
 		return false
 	}
 	key := types.NamespacedName{Namespace: st.Destination.Namespace, Name: st.Destination.Name}
@@ -760,25 +783,36 @@ func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRe
 		err := r.Get(ctx, key, cp)
 		switch {
 		case err == nil:
-			return cp.GetUID() == st.DestinationUID
-		case !apierrors.IsNotFound(err):
-			return true
+			return st.DestinationUID == "" || cp.GetUID() == st.DestinationUID
+		case !objectNotFound(err, key.Name):
+			return true // unreadable, or a 404 that says nothing about the object
 		}
 	}
 	return false
 }
 
+// deleteIfExists deletes obj (only the object of obj's UID, if it has
+// one); it reports whether a delete was issued.
 func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (bool, error) {
 	var opts []ctrlruntimeclient.DeleteOption
-	if uid := obj.GetUID(); uid != "" {
+	uid := obj.GetUID()
+	if uid != "" {
 		opts = append(opts, ctrlruntimeclient.Preconditions{UID: &uid})
 	}
 	err := c.Delete(ctx, obj, opts...)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
-	case apierrors.IsConflict(err) && obj.GetUID() != "":
-		return false, nil // another object has the name now: not ours
+	case apierrors.IsConflict(err) && uid != "":
+		// Another object has the name now (not ours), unless the conflict
+		// came from elsewhere.
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(obj.GroupVersionKind())
+		gerr := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
+		if apierrors.IsNotFound(gerr) || (gerr == nil && cur.GetUID() != uid) {
+			return false, nil
+		}
+		return false, fmt.Errorf("failed to delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	case err != nil:
 		return false, fmt.Errorf("failed to delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}

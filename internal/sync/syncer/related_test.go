@@ -1105,6 +1105,77 @@ func TestSyncer_related_laggingRecordIsNoReplacement(t *testing.T) {
 	}
 }
 
+// TestSyncer_related_sharedRecordProvesOnlyItsCopy: another primary's
+// record of the same origin does not make an object the consumer put in
+// the copy's place ours.
+func TestSyncer_related_sharedRecordProvesOnlyItsCopy(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	spec := map[string]any{"credNames": []any{"a-creds"}}
+	e.createRemote(t, "default", "foo", spec)
+	e.createRemote(t, "default", "bar", spec)
+	for _, name := range []string{"foo", "bar"} {
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatalf("sync %s: %v", name, err)
+		}
+	}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Create(ctx, credential(kcpCredGVK, "default", "a-creds", map[string]any{"user": "consumer"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Errorf("err = %v, want ErrConflict", err)
+	}
+	if diff := cmp.Diff(map[string]any{"user": "consumer"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the consumer's object (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_related_copyWrittenWithoutItsRecord: a pass that ends after
+// the agent wrote a new copy but before its record (the service cluster
+// went away) leaves a record that names no copy; the next pass takes the
+// new copy as ours and updates it.
+func TestSyncer_related_copyWrittenWithoutItsRecord(t *testing.T) {
+	ctx := t.Context()
+	failRecord := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+		serviceFuncs: interceptor.Funcs{Update: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.UpdateOption) error {
+			if _, isSecret := obj.(*corev1.Secret); isSecret && failRecord && obj.GetLabels()["syncagent.kcp.io/related-identifier"] != "" {
+				if sec := obj.(*corev1.Secret); strings.Contains(string(sec.Data["record"]), "destinationUID") {
+					return apierrors.NewServiceUnavailable("the service cluster went away")
+				}
+			}
+			return c.Update(ctx, obj, opts...)
+		}},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	failRecord = true
+	if _, err := e.converge(t, "default", "foo"); err == nil {
+		t.Fatal("the record write did not fail")
+	}
+	failRecord = false
+	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	src.Object["spec"] = map[string]any{"user": "rotated"}
+	if err := e.service.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if diff := cmp.Diff(map[string]any{"user": "rotated"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the copy (-want +got):\n%s", diff)
+	}
+}
+
 // TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
 // gone service-origin object cannot be read (its claim withdrawn), the
 // pass goes on and the record stays.
@@ -1127,6 +1198,34 @@ func TestSyncer_related_unreadableCopyKeepsItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	forbidden = true
+	e.mustConverge(t)
+	if names := e.relatedStateNames(t); len(names) != 1 {
+		t.Errorf("related state Secrets: %v, want the record kept", names)
+	}
+}
+
+// TestSyncer_related_pathNotFoundKeepsTheRecord: a 404 that says nothing
+// about the copy (a path the virtual workspace no longer serves) does not
+// drop its record.
+func TestSyncer_related_pathNotFoundKeepsTheRecord(t *testing.T) {
+	ctx := t.Context()
+	gone := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+		kcpGet: func(key ctrlruntimeclient.ObjectKey) error {
+			if gone {
+				return apierrors.NewGenericServerResponse(404, "GET", schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, "", "the server could not find the requested resource", 0, true)
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+		t.Fatal(err)
+	}
+	gone = true
 	e.mustConverge(t)
 	if names := e.relatedStateNames(t); len(names) != 1 {
 		t.Errorf("related state Secrets: %v, want the record kept", names)
