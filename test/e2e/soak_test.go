@@ -550,7 +550,10 @@ func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 			return
 		}
 		shard := []string{framework.RootShard, framework.SecondShard}[rnd.IntN(2)]
+		// Not while the second shard is down (a fault): wait for it.
+		w.faults.shard.RLock()
 		ws := w.newWorkspace(t, shard)
+		w.faults.shard.RUnlock()
 		w.mu.Lock()
 		w.ws = append(w.ws, ws)
 		w.mu.Unlock()
@@ -1028,6 +1031,8 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.Serv
 	case faultShard:
 		down := time.Duration(5+rnd.IntN(16)) * time.Second
 		log.add("fault-shard-stop %s for %s", framework.SecondShard, down)
+		faults.shard.Lock()
+		defer faults.shard.Unlock()
 		end := faults.begin(causeShard)
 		defer end()
 		k.StopShard(r.t, framework.SecondShard)
@@ -1201,6 +1206,9 @@ func recovery(cause string) time.Duration {
 type faultWindows struct {
 	mu      sync.Mutex
 	windows map[string][][2]time.Time
+	// shard is held by the shard fault while the second shard is down
+	// and by the administrator while it creates a workspace.
+	shard sync.RWMutex
 }
 
 // begin records the start of a cause and returns the function that ends it.
