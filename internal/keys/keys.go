@@ -35,6 +35,11 @@ const (
 	// RelatedIdentifier labels the state Secrets of related objects (ours)
 	// with the related entry's identifier.
 	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
+	// FieldManager is the field manager of the copies the agent creates
+	// in kcp for service-origin related objects: the mark (kept by kcp in
+	// managedFields, not in the object) that the agent created a copy
+	// whose record is gone (an earlier incarnation of its primary).
+	FieldManager = "api-syncagent"
 	// CleanupFinalizer guards the deletion of synced kcp objects.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
 	// SyncedResources (ours), on a PublishedResource, lists the kcp

@@ -212,6 +212,12 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		foreign = last == nil
 	}
+	if foreign && e.Origin == related.SideService && createdByUs(dest) {
+		// A kcp copy this agent created for an earlier incarnation of the
+		// primary (deleted and created again; the copy stays, its record
+		// went with the primary): taken over from its current content.
+		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
+	}
 	if foreign {
 		shared, err := s.sharedCopy(ctx, ws, e, rec, dest.GetUID())
 		if err != nil {
@@ -269,7 +275,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		dest.SetKind(rec.Destination.Kind)
 		dest.SetNamespace(destKey.Namespace)
 		dest.SetName(destKey.Name)
-		if err := destClient.Create(ctx, dest); err != nil {
+		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(keys.FieldManager)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Our cache has not seen it yet: look again shortly.
 				res.Requeue = true
@@ -760,6 +766,17 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 		}
 	}
 	return nil
+}
+
+// createdByUs tells whether the agent created obj (its field manager
+// created it; a consumer's object of the same name has other managers).
+func createdByUs(obj *unstructured.Unstructured) bool {
+	for _, m := range obj.GetManagedFields() {
+		if m.Manager == keys.FieldManager {
+			return true
+		}
+	}
+	return false
 }
 
 // keepRecord tells whether the record of a related object the primary no

@@ -149,6 +149,13 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error) interceptor.Func
 			if obj.GetUID() == "" {
 				obj.SetUID(uuid.NewUUID())
 			}
+			co := &ctrlruntimeclient.CreateOptions{}
+			co.ApplyOptions(opts)
+			manager := co.FieldManager
+			if manager == "" {
+				manager = "kubectl-create"
+			}
+			obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
 			return c.Create(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
@@ -1174,6 +1181,39 @@ func TestSyncer_related_copyWrittenWithoutItsRecord(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"user": "rotated"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
 		t.Errorf("the copy (-want +got):\n%s", diff)
 	}
+}
+
+// TestSyncer_related_copyOfAnEarlierPrimaryIsTakenOver: a primary deleted
+// and created again under its name finds the kcp copy the agent made for
+// the first one (service-origin copies stay): it is taken over and
+// updated, not refused.
+func TestSyncer_related_copyOfAnEarlierPrimaryIsTakenOver(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Fatalf("related state after the primary's deletion: %v", names)
+	}
+	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	src.Object["spec"] = map[string]any{"user": "second"}
+	if err := e.service.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the copy (-want +got):\n%s", diff)
+	}
+	e.assertSteady(t)
 }
 
 // TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
