@@ -250,6 +250,19 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 
 	switch {
 	case dest == nil:
+		if e.Origin == related.SideKcp {
+			// The workspace cache may still hold a source whose release
+			// deleted its copy a moment ago: a copy created now would have
+			// no source and nobody to delete it.
+			gone, err := goneFromServer(ctx, ws, origin)
+			if err != nil {
+				return res, err
+			}
+			if gone {
+				res.Requeue = true
+				return res, nil
+			}
+		}
 		if destType.Namespaced && destKey.Namespace != "" {
 			created, err := ensureNamespace(ctx, destClient, destKey.Namespace)
 			if err != nil {
@@ -766,6 +779,24 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 		}
 	}
 	return nil
+}
+
+// goneFromServer tells whether a kcp object read from the workspace cache
+// is gone from the server or being deleted (or is another object by now).
+func goneFromServer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (bool, error) {
+	if ws.Live == nil {
+		return false, nil
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	err := ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
+	switch {
+	case objectNotFound(err, obj.GetName()):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return cur.GetDeletionTimestamp() != nil || cur.GetUID() != obj.GetUID(), nil
 }
 
 // createdByUs tells whether the agent created obj (its field manager

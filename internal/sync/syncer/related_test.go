@@ -946,6 +946,35 @@ func TestSyncer_related_kcpSourceDeleted(t *testing.T) {
 	e.assertSteady(t)
 }
 
+// TestSyncer_related_noCopyForASourceGoneFromTheServer: a pass whose
+// workspace cache still holds a kcp-origin source that was released and
+// deleted a moment ago (found by the soak: the copy came back and stayed
+// without a source) creates no copy.
+func TestSyncer_related_noCopyForASourceGoneFromTheServer(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	stale := fake.NewClientBuilder().WithObjects(mustGet(t, e.kcp, configMapGVK, "default", "app-config"), e.getRemote(t, "default", "foo")).Build()
+
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Fatal("the copy of the deleted source still exists")
+	}
+	if _, err := e.syncer.Process(ctx, Workspace{Client: stale, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("a copy was created for a source that is gone")
+	}
+}
+
 func TestSyncer_related_serviceSourceDeletedKeepsKcpCopy(t *testing.T) {
 	ctx := t.Context()
 	source := credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)
