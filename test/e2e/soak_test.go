@@ -1170,8 +1170,9 @@ var soakExpectedErrors = []struct {
 	// is the expected outcome.
 	// A controller stops (a PublishedResource disabled, changed or
 	// deleted, the lead lost) while a response is read: client-go logs
-	// the cut-off read at ERROR.
-	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|Unexpected error when reading response body\t.*"error": "context canceled"\}$`)},
+	// the cut-off read at ERROR; a replica shutting down logs its cut
+	// watches and the Events its broadcaster can no longer send.
+	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|Unexpected error when reading response body\t.*"error": "context canceled"\}$|Unable to write event \(broadcaster is shut down\)|Failed to watch\t.*"error": "client rate limiter Wait returned an error: context canceled"\}$`)},
 	// The service kube-apiserver restarts: requests fail or are cut, the
 	// leader cannot renew the Lease and stops leading.
 	{causeService, regexp.MustCompile(`connect: connection refused|connection reset by peer|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
