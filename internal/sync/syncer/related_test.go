@@ -1447,3 +1447,31 @@ func TestSyncer_related_aliveChecksOnlyItsWorkspace(t *testing.T) {
 		t.Error("objectNotFound must tell a missing object from a missing type")
 	}
 }
+
+// TestSyncer_localCopyDeletedDuringThePass: a local copy deleted behind the
+// agent's back between its read and the patch is no error (no ERROR log, no
+// Event): the pass asks to be run again, and that one creates the copy.
+func TestSyncer_localCopyDeletedDuringThePass(t *testing.T) {
+	vanish := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		serviceFuncs: interceptor.Funcs{Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+			if vanish && obj.GetObjectKind().GroupVersionKind().Kind == localGVK.Kind {
+				vanish = false
+				if err := c.Delete(ctx, obj); err != nil {
+					return err
+				}
+				return apierrors.NewNotFound(schema.GroupResource{Group: localGVK.Group, Resource: "things"}, obj.GetName())
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}},
+	})
+	e.createPrimary(t, map[string]any{"color": "blue"}, nil)
+	e.mustConverge(t)
+	e.setPrimarySpec(t, "color", "red")
+	vanish = true
+	res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil || !res.Requeue {
+		t.Fatalf("Process = %+v, %v; want a requeue without an error", res, err)
+	}
+	e.mustConverge(t)
+}

@@ -186,7 +186,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 		return s.create(ctx, obj, p, key, desired)
 	}
 	res, err := s.updateSpec(ctx, obj, local, p, desired)
-	if err != nil || res.Writes > 0 {
+	if err != nil || res.Writes > 0 || res.Requeue {
 		return res, err
 	}
 	res, err = s.syncStatus(ctx, ws, obj, mutated, local)
@@ -454,6 +454,11 @@ func (s *Syncer) updateSpec(ctx context.Context, obj, local *unstructured.Unstru
 		}
 		if patch != nil {
 			if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+				if objectNotFound(err, local.GetName()) {
+					// Deleted behind the agent's back since it was read:
+					// the next pass creates it again.
+					return Result{Requeue: true}, nil
+				}
 				return Result{}, fmt.Errorf("failed to patch the local copy: %w", err)
 			}
 			res.Writes++
@@ -520,6 +525,9 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 		delete(updated.Object, "status")
 	}
 	if err := ws.Client.Status().Update(ctx, updated); err != nil {
+		if objectNotFound(err, obj.GetName()) {
+			return Result{}, nil // deleted since it was read: its deletion is the next pass
+		}
 		return Result{}, fmt.Errorf("failed to update the status in kcp: %w", err)
 	}
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectStatusSynced, "The status was updated from the service cluster.")
