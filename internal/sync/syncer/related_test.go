@@ -83,8 +83,10 @@ type relatedEnvOptions struct {
 	serviceFuncs            interceptor.Funcs
 	rels                    []syncagentv1alpha1.RelatedResourceSpec
 	kcpObjects, serviceObjs []ctrlruntimeclient.Object
-	// kcpGet, if set, answers the kcp client's Gets of Credentials.
+	// kcpGet, if set, answers the kcp client's Gets of Credentials;
+	// kcpStatus, if set, its status writes first.
 	kcpGet                   func(key ctrlruntimeclient.ObjectKey) error
+	kcpStatus                func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
 	kcpCredsWithoutHasStatus bool // discovery reports no status subresource for kcp Credentials
 }
@@ -101,7 +103,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	}
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).
-			WithInterceptorFuncs(kcpServer(o.kcpGet)).Build(),
+			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus)).Build(),
 		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
@@ -143,8 +145,16 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 // kcpServer makes the kcp fake behave like a server where it matters for
 // ownership: created objects get a UID, a delete with a UID precondition
 // of another object conflicts; get (if set) answers Gets of Credentials.
-func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error) interceptor.Funcs {
+func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error) interceptor.Funcs {
 	return interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
+			if status != nil {
+				if err := status(ctx, c.(ctrlruntimeclient.WithWatch), obj); err != nil {
+					return err
+				}
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
 		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
 			if obj.GetUID() == "" {
 				obj.SetUID(uuid.NewUUID())
@@ -1474,4 +1484,29 @@ func TestSyncer_localCopyDeletedDuringThePass(t *testing.T) {
 		t.Fatalf("Process = %+v, %v; want a requeue without an error", res, err)
 	}
 	e.mustConverge(t)
+}
+
+// TestSyncer_kcpObjectDeletedBeforeItsStatus: a kcp object deleted between
+// the pass's read and its status write ends the pass without an error.
+func TestSyncer_kcpObjectDeletedBeforeItsStatus(t *testing.T) {
+	vanish := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		kcpStatus: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error {
+			if !vanish {
+				return nil
+			}
+			return apierrors.NewNotFound(schema.GroupResource{Group: remoteGVK.Group, Resource: "things"}, obj.GetName())
+		},
+	})
+	e.createPrimary(t, map[string]any{"color": "blue"}, nil)
+	e.mustConverge(t)
+	local := e.localCopy(t)
+	local.Object["status"] = map[string]any{"phase": "Ready"}
+	if err := e.service.Status().Update(t.Context(), local); err != nil {
+		t.Fatal(err)
+	}
+	vanish = true
+	if _, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo")); err != nil {
+		t.Errorf("Process = %v, want no error", err)
+	}
 }
