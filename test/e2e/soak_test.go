@@ -653,11 +653,13 @@ func retryUnavailable(ctx context.Context, op func() error) error {
 }
 
 // unavailable tells whether err says that a server is down or restarting.
+// The administrator may do everything: a refusal only comes from a kcp
+// shard whose authorizer has not caught up after its restart.
 func unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	return apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+	return apierrors.IsForbidden(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsUnexpectedServerError(err) || utilnet.IsConnectionRefused(err) ||
 		utilnet.IsConnectionReset(err) || utilnet.IsHTTP2ConnectionLost(err) || utilnet.IsProbableEOF(err) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
