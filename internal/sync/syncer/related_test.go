@@ -1256,58 +1256,39 @@ func TestSyncer_related_copyOfAnEarlierPrimaryIsTakenOver(t *testing.T) {
 }
 
 // TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
-// gone service-origin object cannot be read (its claim withdrawn), the
-// pass goes on and the record stays.
+// gone service-origin object cannot be read (its claim withdrawn), or the
+// read answers a 404 that says nothing about the copy (a path the virtual
+// workspace no longer serves), the pass goes on and the record stays.
 func TestSyncer_related_unreadableCopyKeepsItsRecord(t *testing.T) {
-	ctx := t.Context()
-	forbidden := false
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
-		kcpGet: func(key ctrlruntimeclient.ObjectKey) error {
-			if forbidden {
-				return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, key.Name, errors.New("no claim"))
+	gr := schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}
+	for name, readErr := range map[string]error{
+		"forbidden":      apierrors.NewForbidden(gr, "a-creds", errors.New("no claim")),
+		"path not found": apierrors.NewGenericServerResponse(404, "GET", gr, "", "the server could not find the requested resource", 0, true),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			failing := false
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+				serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+				kcpGet: func(ctrlruntimeclient.ObjectKey) error {
+					if failing {
+						return readErr
+					}
+					return nil
+				},
+			})
+			e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+			e.mustConverge(t)
+			if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		},
-	})
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	e.mustConverge(t)
-	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
-		t.Fatal(err)
-	}
-	forbidden = true
-	e.mustConverge(t)
-	if names := e.relatedStateNames(t); len(names) != 1 {
-		t.Errorf("related state Secrets: %v, want the record kept", names)
-	}
-}
-
-// TestSyncer_related_pathNotFoundKeepsTheRecord: a 404 that says nothing
-// about the copy (a path the virtual workspace no longer serves) does not
-// drop its record.
-func TestSyncer_related_pathNotFoundKeepsTheRecord(t *testing.T) {
-	ctx := t.Context()
-	gone := false
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
-		kcpGet: func(key ctrlruntimeclient.ObjectKey) error {
-			if gone {
-				return apierrors.NewGenericServerResponse(404, "GET", schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, "", "the server could not find the requested resource", 0, true)
+			failing = true
+			e.mustConverge(t)
+			if names := e.relatedStateNames(t); len(names) != 1 {
+				t.Errorf("related state Secrets: %v, want the record kept", names)
 			}
-			return nil
-		},
-	})
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	e.mustConverge(t)
-	if err := e.service.Delete(ctx, mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")); err != nil {
-		t.Fatal(err)
-	}
-	gone = true
-	e.mustConverge(t)
-	if names := e.relatedStateNames(t); len(names) != 1 {
-		t.Errorf("related state Secrets: %v, want the record kept", names)
+		})
 	}
 }
 
