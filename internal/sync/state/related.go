@@ -299,6 +299,17 @@ func (r StoredRelated) PrimaryOf() Primary {
 // an empty identifier, sorted by Secret name. Records of a same-named
 // primary of another kind are not p's.
 func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) ([]StoredRelated, error) {
+	return s.listRelated(ctx, p, identifier, false)
+}
+
+// ListRelatedLive is ListRelated read from the API server, for decisions
+// that cannot be undone (a released source, a forgotten copy): a record
+// written a moment ago may be missing from the cache for a while.
+func (s *Store) ListRelatedLive(ctx context.Context, p Primary) ([]StoredRelated, error) {
+	return s.listRelated(ctx, p, "", true)
+}
+
+func (s *Store) listRelated(ctx context.Context, p Primary, identifier string, live bool) ([]StoredRelated, error) {
 	sel := s.selector(p, true)
 	req, err := labels.NewRequirement(keys.RelatedIdentifier, selection.Exists, nil)
 	if identifier != "" {
@@ -307,8 +318,13 @@ func (s *Store) ListRelated(ctx context.Context, p Primary, identifier string) (
 	if err != nil {
 		return nil, fmt.Errorf("invalid related identifier %q: %w", identifier, err)
 	}
-	var list corev1.SecretList
-	if err := s.list(ctx, &list, p, sel.Add(*req)); err != nil {
+	list := corev1.SecretList{}
+	if live {
+		err = s.listLive(ctx, &list, sel.Add(*req))
+	} else {
+		err = s.list(ctx, &list, p, sel.Add(*req))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
 	var out []StoredRelated

@@ -132,6 +132,12 @@ func (s *Store) list(ctx context.Context, list *corev1.SecretList, p Primary, se
 		ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: p.IndexKey()}, ctrlruntimeclient.MatchingLabelsSelector{Selector: sel})
 }
 
+// listLive lists the state Secrets that sel selects from the API server
+// (by labels alone: the server knows no cache index).
+func (s *Store) listLive(ctx context.Context, list *corev1.SecretList, sel labels.Selector) error {
+	return s.live().List(ctx, list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.MatchingLabelsSelector{Selector: sel})
+}
+
 // Get returns the normalized last state of p, or nil if there is none.
 func (s *Store) Get(ctx context.Context, p Primary) (map[string]any, error) {
 	if state, found, err := s.readPrimary(ctx, s.Client, p); found || err != nil {
@@ -253,12 +259,13 @@ func (s *Store) labels(p Primary) map[string]string {
 }
 
 // Delete removes every state Secret of p, those of its related objects
-// included. p's own Secret is deleted by name even if the cache has not
-// seen it: it may have been written a moment ago (the copy was created and
-// the kcp object deleted right after), and would stay behind forever.
+// included, as the API server lists them: one written a moment ago (the
+// copy was created and the kcp object deleted right after) may not be in
+// the cache yet, and would stay behind forever. p's own Secret is deleted
+// by name in any case.
 func (s *Store) Delete(ctx context.Context, p Primary) error {
 	var list corev1.SecretList
-	if err := s.list(ctx, &list, p, s.selector(p, true)); err != nil {
+	if err := s.listLive(ctx, &list, s.selector(p, true)); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	own := SecretName(p)

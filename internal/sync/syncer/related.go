@@ -400,6 +400,11 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	}
 	secretName := state.RelatedSecretName(rec)
 	stored, err := s.State.GetRelated(ctx, rec)
+	if err == nil && stored == nil {
+		// Once released, the source goes and nothing would delete the
+		// copy: a record the cache has not seen yet counts.
+		stored, err = s.State.GetRelatedLive(ctx, rec)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -712,13 +717,14 @@ func (s *Syncer) updateRelatedAnnotations(ctx context.Context, ws Workspace, obj
 // deleteRelated runs the related part of the primary's deletion (contract
 // §6.13): copies of kcp-origin objects and of entries with cleanup are
 // deleted, then kcp-origin sources are released. It works from the state
-// records, so it needs neither copy of the primary; sources the current
+// records as the API server lists them (one the cache has not seen yet
+// still names a copy), so it needs neither copy of the primary; sources the current
 // rules select but that have no record yet are released too. An object
 // another primary also uses (its own record names it) keeps its copy and
 // finalizer; the last primary to go removes them.
 func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
 	res := Result{}
-	stored, err := s.State.ListRelated(ctx, p, "")
+	stored, err := s.State.ListRelatedLive(ctx, p)
 	if err != nil {
 		return res, err
 	}

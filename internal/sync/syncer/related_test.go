@@ -1491,3 +1491,83 @@ func TestSyncer_kcpObjectDeletedBeforeItsStatus(t *testing.T) {
 		t.Errorf("Process = %v, want no error", err)
 	}
 }
+
+// recordsUnseen returns a client of the service cluster whose reads miss
+// the related state Secrets, as a cache that has not seen them yet (after
+// a restart of the service cluster's API server, client-go waits up to
+// 30 s before it lists again); writes go to the server.
+func recordsUnseen(service ctrlruntimeclient.Client) ctrlruntimeclient.Client {
+	isRecord := func(obj ctrlruntimeclient.Object) bool {
+		_, ok := obj.GetLabels()["syncagent.kcp.io/related-identifier"]
+		return ok
+	}
+	return interceptor.NewClient(service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if _, secret := obj.(*corev1.Secret); secret && isRecord(obj) {
+				return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+			}
+			return nil
+		},
+		List: func(ctx context.Context, c ctrlruntimeclient.WithWatch, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if secrets, ok := list.(*corev1.SecretList); ok {
+				secrets.Items = slices.DeleteFunc(secrets.Items, func(s corev1.Secret) bool { return isRecord(&s) })
+			}
+			return nil
+		},
+	})
+}
+
+// TestSyncer_related_kcpOriginRecordNotYetCached: found by the 30-minute
+// soak (seed 31): the record of a kcp-origin copy written a moment before
+// the service cluster's API server restarted is missing from the state
+// cache for a while; a deletion in that window released the source and
+// dropped the record but left the copy on the service cluster, with
+// nothing left to delete it. Decisions that release a source read the
+// records from the server.
+func TestSyncer_related_kcpOriginRecordNotYetCached(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		delete func(t *testing.T, e *relatedEnv)
+	}{
+		{"the primary is deleted", func(t *testing.T, e *relatedEnv) {
+			if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the source is deleted", func(t *testing.T, e *relatedEnv) {
+			if err := e.kcp.Delete(t.Context(), mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+				kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+			})
+			e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+			e.mustConverge(t)
+			mustGet(t, e.service, configMapGVK, cluster, "app-config")
+
+			e.syncer.State = &state.Store{Client: recordsUnseen(e.service), Live: e.service, Namespace: "agent-ns", AgentName: "agent"}
+			tc.delete(t, e)
+			e.mustConverge(t)
+
+			if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+				t.Error("the copy of the kcp-origin ConfigMap stayed")
+			}
+			if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil && len(src.GetFinalizers()) != 0 {
+				t.Errorf("the source kept finalizers %v", src.GetFinalizers())
+			}
+			if names := e.relatedStateNames(t); len(names) != 0 {
+				t.Errorf("related state Secrets left: %v", names)
+			}
+		})
+	}
+}
