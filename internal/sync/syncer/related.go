@@ -212,10 +212,12 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		foreign = last == nil
 	}
-	if foreign && e.Origin == related.SideService && createdByUs(dest) {
-		// A kcp copy this agent created for an earlier incarnation of the
+	if foreign && createdByUs(dest) {
+		// A copy this agent created whose record is gone or was never
+		// written: a kcp copy made for an earlier incarnation of the
 		// primary (deleted and created again; the copy stays, its record
-		// went with the primary): taken over from its current content.
+		// went with the primary), or a copy whose pass ended before its
+		// record was written. Taken over from its current content.
 		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
 	}
 	if foreign {
@@ -408,8 +410,16 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	if err != nil {
 		return res, err
 	}
-	if stored != nil {
-		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), rec.Destination.Unstructured())
+	dest := rec.Destination.Unstructured()
+	if stored == nil {
+		// A copy whose pass ended before its record was written is known
+		// by its field manager.
+		if dest, err = s.unrecordedCopy(ctx, ws, e, rec); err != nil {
+			return res, err
+		}
+	}
+	if dest != nil {
+		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), dest)
 		if err != nil {
 			return res, err
 		}
@@ -424,6 +434,33 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	r, err := s.removeFinalizer(ctx, ws, origin)
 	res.add(r)
 	return res, err
+}
+
+// unrecordedCopy returns the destination of rec, which has no record, if
+// this agent created it and no other primary that still exists records
+// it; nil otherwise.
+func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (*unstructured.Unstructured, error) {
+	dest := rec.Destination.Unstructured()
+	err := s.side(ws, e.Destination()).Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to get related destination %s: %w", rec.Destination.Name, err)
+	case !createdByUs(dest):
+		return nil, nil
+	}
+	others, err := s.State.OthersUsing(ctx, rec.Primary, string(e.Destination()), rec.Destination)
+	if err != nil {
+		return nil, err
+	}
+	if alive, err := s.alive(ctx, ws, rec.Primary, others); err != nil || len(alive) > 0 {
+		return nil, err
+	}
+	uid := dest.GetUID()
+	dest = rec.Destination.Unstructured()
+	dest.SetUID(uid) // only the object read here
+	return dest, nil
 }
 
 // removeFinalizer releases our finalizer from a kcp-side object. A related

@@ -21,6 +21,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
@@ -1570,4 +1571,96 @@ func TestSyncer_related_kcpOriginRecordNotYetCached(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncer_related_kcpOriginCopyWithoutItsRecord: a pass that ends (the
+// agent is killed) after the copy of a kcp-origin object was created but
+// before its record was written leaves a copy that only its field manager
+// names as ours. It is still updated when the source changes, and deleted
+// when the source goes; an object someone else created there is not.
+func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// ours: the agent created the destination (else a consumer did,
+		// with the data the source has then).
+		ours  bool
+		after func(t *testing.T, e *relatedEnv)
+		check func(t *testing.T, e *relatedEnv)
+	}{
+		{"the source changes", true, func(t *testing.T, e *relatedEnv) {
+			src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+			src.Object["data"] = map[string]any{"key": "changed"}
+			if err := e.kcp.Update(t.Context(), src); err != nil {
+				t.Fatal(err)
+			}
+			e.mustConverge(t)
+		}, func(t *testing.T, e *relatedEnv) {
+			if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "changed"}) {
+				t.Errorf("copy data = %v, want the changed source's", got)
+			}
+			if len(e.relatedStateNames(t)) != 1 {
+				t.Errorf("related state Secrets = %v, want the copy's record", e.relatedStateNames(t))
+			}
+		}},
+		{"the source is deleted", true, deleteSource, func(t *testing.T, e *relatedEnv) {
+			if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+				t.Error("the copy stayed without its source")
+			}
+		}},
+		{"the source of someone else's object is deleted", false, deleteSource, func(t *testing.T, e *relatedEnv) {
+			mustGet(t, e.service, configMapGVK, cluster, "app-config")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			killed := false
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+				kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+				serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+					if _, isRecord := obj.GetLabels()["syncagent.kcp.io/related-identifier"]; isRecord && !killed {
+						killed = true
+						return errors.New("the agent was killed")
+					}
+					co := &ctrlruntimeclient.CreateOptions{}
+					co.ApplyOptions(opts)
+					manager := co.FieldManager
+					if manager == "" {
+						manager = "kubectl-create"
+					}
+					obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
+					return c.Create(ctx, obj, opts...)
+				}},
+			})
+			e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+			if !tc.ours {
+				killed = true
+				if err := e.service.Create(t.Context(), configMap(cluster, "app-config", map[string]string{"key": "value"})); err != nil {
+					t.Fatal(err)
+				}
+				src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+				controllerutil.AddFinalizer(src, finalizer)
+				if err := e.kcp.Update(t.Context(), src); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := e.converge(t, "default", "foo"); err == nil {
+				t.Fatal("the record write did not fail")
+			}
+			if names := e.relatedStateNames(t); len(names) != 0 {
+				t.Fatalf("related state Secrets = %v, want none", names)
+			}
+			tc.after(t, e)
+			tc.check(t, e)
+			if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil && src.GetDeletionTimestamp() != nil {
+				t.Errorf("the deleted source is held by finalizers %v", src.GetFinalizers())
+			}
+		})
+	}
+}
+
+func deleteSource(t *testing.T, e *relatedEnv) {
+	t.Helper()
+	if err := e.kcp.Delete(t.Context(), mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
 }
