@@ -259,13 +259,14 @@ func (s *Store) labels(p Primary) map[string]string {
 }
 
 // Delete removes every state Secret of p, those of its related objects
-// included, as the API server lists them: one written a moment ago (the
-// copy was created and the kcp object deleted right after) may not be in
-// the cache yet, and would stay behind forever. p's own Secret is deleted
-// by name in any case.
+// included. p's own Secret is deleted by name even if the cache has not
+// seen it: it may have been written a moment ago (the copy was created and
+// the kcp object deleted right after), and would stay behind forever.
+// (Related records the cache misses are the caller's: see
+// ListRelatedLive.)
 func (s *Store) Delete(ctx context.Context, p Primary) error {
 	var list corev1.SecretList
-	if err := s.listLive(ctx, &list, s.selector(p, true)); err != nil {
+	if err := s.list(ctx, &list, p, s.selector(p, true)); err != nil {
 		return fmt.Errorf("failed to list state Secrets: %w", err)
 	}
 	own := SecretName(p)

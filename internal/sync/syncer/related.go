@@ -162,11 +162,10 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	if dest != nil {
 		other = dest.Object
 	}
-	mutated, err := e.Mutator.Apply(origin.Object, other)
+	desired, err := desiredCopy(e, origin, other)
 	if err != nil {
-		return res, fmt.Errorf("related %q: spec mutation: %w", e.Identifier, err)
+		return res, err
 	}
-	desired := objmeta.Desired(&unstructured.Unstructured{Object: mutated}, e.SyncStatus)
 
 	last, err := s.State.GetRelated(ctx, rec)
 	if err != nil {
@@ -212,12 +211,10 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		foreign = last == nil
 	}
-	if foreign && createdByUs(dest) {
-		// A copy this agent created whose record is gone or was never
-		// written: a kcp copy made for an earlier incarnation of the
+	if foreign && e.Origin == related.SideService && createdByUs(dest) {
+		// A kcp copy this agent created for an earlier incarnation of the
 		// primary (deleted and created again; the copy stays, its record
-		// went with the primary), or a copy whose pass ended before its
-		// record was written. Taken over from its current content.
+		// went with the primary): taken over from its current content.
 		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
 	}
 	if foreign {
@@ -410,13 +407,15 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	if err != nil {
 		return res, err
 	}
-	dest := rec.Destination.Unstructured()
-	if stored == nil {
-		// A copy whose pass ended before its record was written is known
-		// by its field manager.
-		if dest, err = s.unrecordedCopy(ctx, ws, e, rec); err != nil {
-			return res, err
-		}
+	var dest *unstructured.Unstructured
+	if stored != nil {
+		dest, err = s.unsharedCopy(ctx, ws, e, rec)
+	} else {
+		// A copy whose pass ended before its record was written.
+		dest, err = s.unrecordedCopy(ctx, ws, e, rec, origin)
+	}
+	if err != nil {
+		return res, err
 	}
 	if dest != nil {
 		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), dest)
@@ -436,20 +435,20 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	return res, err
 }
 
-// unrecordedCopy returns the destination of rec, which has no record, if
-// this agent created it and no other primary that still exists records
-// it; nil otherwise.
-func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (*unstructured.Unstructured, error) {
-	dest := rec.Destination.Unstructured()
-	err := s.side(ws, e.Destination()).Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("failed to get related destination %s: %w", rec.Destination.Name, err)
-	case !createdByUs(dest):
-		return nil, nil
+// desiredCopy is what the destination of origin should hold; other is
+// the existing destination (or an empty object of its type).
+func desiredCopy(e *related.Entry, origin *unstructured.Unstructured, other map[string]any) (*unstructured.Unstructured, error) {
+	mutated, err := e.Mutator.Apply(origin.Object, other)
+	if err != nil {
+		return nil, fmt.Errorf("related %q: spec mutation: %w", e.Identifier, err)
 	}
+	return objmeta.Desired(&unstructured.Unstructured{Object: mutated}, e.SyncStatus), nil
+}
+
+// unsharedCopy returns the recorded destination of rec unless another
+// primary that still exists records it too (two sources copied to one
+// name): the copy is then left to that primary.
+func (s *Syncer) unsharedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (*unstructured.Unstructured, error) {
 	others, err := s.State.OthersUsing(ctx, rec.Primary, string(e.Destination()), rec.Destination)
 	if err != nil {
 		return nil, err
@@ -457,10 +456,38 @@ func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.En
 	if alive, err := s.alive(ctx, ws, rec.Primary, others); err != nil || len(alive) > 0 {
 		return nil, err
 	}
-	uid := dest.GetUID()
-	dest = rec.Destination.Unstructured()
-	dest.SetUID(uid) // only the object read here
-	return dest, nil
+	return rec.Destination.Unstructured(), nil
+}
+
+// unrecordedCopy returns the destination of rec, which has no record, if
+// it is a copy of origin that this agent wrote and whose record was never
+// written (the pass ended between the two writes): this agent's field
+// manager created it, it holds exactly what origin's copy would, and no
+// other primary that still exists records it. Otherwise, or when it
+// cannot be read for good (its type is gone, the agent may not read it),
+// nil: someone else's object is never deleted, and the source's release
+// does not wait for what cannot be decided.
+func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	dest := rec.Destination.Unstructured()
+	// Read from the server: the caches of related types drop managedFields.
+	err := s.Service.Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
+	switch {
+	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to get related destination %s: %w", rec.Destination.Name, err)
+	case !createdByUs(dest):
+		return nil, nil
+	}
+	desired, err := desiredCopy(e, origin, dest.Object)
+	if err != nil || merge.Overwrite(dest.DeepCopy(), desired.Object) {
+		return nil, nil //nolint:nilerr // a copy that cannot be computed is not known to be ours
+	}
+	cp, err := s.unsharedCopy(ctx, ws, e, rec)
+	if cp != nil {
+		cp.SetUID(dest.GetUID()) // only the object read here
+	}
+	return cp, err
 }
 
 // removeFinalizer releases our finalizer from a kcp-side object. A related
@@ -754,14 +781,14 @@ func (s *Syncer) updateRelatedAnnotations(ctx context.Context, ws Workspace, obj
 // deleteRelated runs the related part of the primary's deletion (contract
 // §6.13): copies of kcp-origin objects and of entries with cleanup are
 // deleted, then kcp-origin sources are released. It works from the state
-// records as the API server lists them (one the cache has not seen yet
-// still names a copy), so it needs neither copy of the primary; sources the current
-// rules select but that have no record yet are released too. An object
+// records, so it needs neither copy of the primary; sources the current
+// rules select but that have no record in the cache are released too
+// (their record is asked of the server first). An object
 // another primary also uses (its own record names it) keeps its copy and
 // finalizer; the last primary to go removes them.
 func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
 	res := Result{}
-	stored, err := s.State.ListRelatedLive(ctx, p)
+	stored, err := s.State.ListRelated(ctx, p, "")
 	if err != nil {
 		return res, err
 	}
@@ -801,6 +828,15 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 		}
 	}
 
+	r, err := s.forgetRecords(ctx, ws, p, obj, stored)
+	res.add(r)
+	return res, err
+}
+
+// forgetRecords forgets the related records of a primary being deleted:
+// kcp-origin copies and those of entries with cleanup go too.
+func (s *Syncer) forgetRecords(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured, stored []state.StoredRelated) (Result, error) {
+	res := Result{}
 	for _, st := range stored {
 		cleanup := st.OriginSide == string(related.SideKcp)
 		if e := s.relatedEntry(st.Identifier); e != nil && e.Cleanup {
@@ -813,6 +849,20 @@ func (s *Syncer) deleteRelated(ctx context.Context, ws Workspace, p state.Primar
 		}
 	}
 	return res, nil
+}
+
+// forgetUnseenRelated is the last related step of a primary's deletion:
+// records the cache has not seen yet (written a moment ago; after a
+// restart of the service cluster's API server the cache can lag for up to
+// 30 s) are listed from the server, once per deletion, and forgotten: the
+// state Secrets that go next would otherwise take with them the only
+// trace of copies that nothing else deletes.
+func (s *Syncer) forgetUnseenRelated(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured) (Result, error) {
+	stored, err := s.State.ListRelatedLive(ctx, p)
+	if err != nil || len(stored) == 0 {
+		return Result{}, err
+	}
+	return s.forgetRecords(ctx, ws, p, obj, stored)
 }
 
 func (s *Syncer) relatedEntry(identifier string) *related.Entry {

@@ -1546,6 +1546,14 @@ func TestSyncer_related_kcpOriginRecordNotYetCached(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"the primary is deleted after its local copy", func(t *testing.T, e *relatedEnv) {
+			if err := e.service.Delete(t.Context(), e.localCopy(t)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newRelatedEnv(t, relatedEnvOptions{
@@ -1575,41 +1583,32 @@ func TestSyncer_related_kcpOriginRecordNotYetCached(t *testing.T) {
 
 // TestSyncer_related_kcpOriginCopyWithoutItsRecord: a pass that ends (the
 // agent is killed) after the copy of a kcp-origin object was created but
-// before its record was written leaves a copy that only its field manager
-// names as ours. It is still updated when the source changes, and deleted
-// when the source goes; an object someone else created there is not.
+// before its record was written leaves a copy without a record. The next
+// pass records it; if the source is deleted first, the copy goes with it.
+// An object at that name that this agent did not write, or that is not
+// the copy of this source, stays.
 func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// ours: the agent created the destination (else a consumer did,
-		// with the data the source has then).
-		ours  bool
-		after func(t *testing.T, e *relatedEnv)
-		check func(t *testing.T, e *relatedEnv)
+		// existing, if set, is at the destination before the first pass,
+		// created by manager (else the first pass creates the copy and is
+		// killed before the record).
+		existing map[string]string
+		manager  string
+		after    func(t *testing.T, e *relatedEnv)
+		// wantCopy: the destination exists in the end.
+		wantCopy bool
 	}{
-		{"the source changes", true, func(t *testing.T, e *relatedEnv) {
-			src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
-			src.Object["data"] = map[string]any{"key": "changed"}
-			if err := e.kcp.Update(t.Context(), src); err != nil {
-				t.Fatal(err)
-			}
+		{name: "the next pass records it", after: func(t *testing.T, e *relatedEnv) {
 			e.mustConverge(t)
-		}, func(t *testing.T, e *relatedEnv) {
-			if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "changed"}) {
-				t.Errorf("copy data = %v, want the changed source's", got)
-			}
 			if len(e.relatedStateNames(t)) != 1 {
 				t.Errorf("related state Secrets = %v, want the copy's record", e.relatedStateNames(t))
 			}
-		}},
-		{"the source is deleted", true, deleteSource, func(t *testing.T, e *relatedEnv) {
-			if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
-				t.Error("the copy stayed without its source")
-			}
-		}},
-		{"the source of someone else's object is deleted", false, deleteSource, func(t *testing.T, e *relatedEnv) {
-			mustGet(t, e.service, configMapGVK, cluster, "app-config")
-		}},
+			e.assertSteady(t)
+		}, wantCopy: true},
+		{name: "the source is deleted", after: deleteSource},
+		{name: "someone else's object", existing: map[string]string{"key": "value"}, manager: "kubectl-create", after: deleteSource, wantCopy: true},
+		{name: "the agent's copy of another source", existing: map[string]string{"key": "other"}, manager: "api-syncagent", after: deleteSource, wantCopy: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			killed := false
@@ -1623,18 +1622,16 @@ func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
 					}
 					co := &ctrlruntimeclient.CreateOptions{}
 					co.ApplyOptions(opts)
-					manager := co.FieldManager
-					if manager == "" {
-						manager = "kubectl-create"
+					if co.FieldManager != "" {
+						obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: co.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate}})
 					}
-					obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
 					return c.Create(ctx, obj, opts...)
 				}},
 			})
 			e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-			if !tc.ours {
+			if tc.existing != nil {
 				killed = true
-				if err := e.service.Create(t.Context(), configMap(cluster, "app-config", map[string]string{"key": "value"})); err != nil {
+				if err := e.service.Create(t.Context(), configMap(cluster, "app-config", tc.existing), ctrlruntimeclient.FieldOwner(tc.manager)); err != nil {
 					t.Fatal(err)
 				}
 				src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
@@ -1649,7 +1646,9 @@ func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
 				t.Fatalf("related state Secrets = %v, want none", names)
 			}
 			tc.after(t, e)
-			tc.check(t, e)
+			if got := get(t, e.service, configMapGVK, cluster, "app-config") != nil; got != tc.wantCopy {
+				t.Errorf("destination exists = %v, want %v", got, tc.wantCopy)
+			}
 			if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil && src.GetDeletionTimestamp() != nil {
 				t.Errorf("the deleted source is held by finalizers %v", src.GetFinalizers())
 			}
@@ -1663,4 +1662,60 @@ func deleteSource(t *testing.T, e *relatedEnv) {
 		t.Fatal(err)
 	}
 	e.mustConverge(t)
+}
+
+// TestSyncer_related_twoSourcesOneCopyName: two primaries in different
+// kcp namespaces of one workspace name kcp-origin sources whose copies
+// land on the same name on the service cluster. The second one neither
+// takes over nor deletes the first one's copy: with different content it
+// is refused; with the same content it shares it, and the release of its
+// source leaves the copy to the first.
+func TestSyncer_related_twoSourcesOneCopyName(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		secondData   string
+		wantConflict bool
+	}{
+		{"different content", "b", true},
+		{"same content", "a", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels: []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+				kcpObjects: []ctrlruntimeclient.Object{
+					configMap("default", "app-config", map[string]string{"key": "a"}),
+					configMap("team-a", "app-config", map[string]string{"key": tc.secondData}),
+				},
+				serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+					co := &ctrlruntimeclient.CreateOptions{}
+					co.ApplyOptions(opts)
+					obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: co.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate}})
+					return c.Create(ctx, obj, opts...)
+				}},
+			})
+			spec := map[string]any{"configName": "app-config"}
+			e.createRemote(t, "default", "foo", spec)
+			e.createRemote(t, "team-a", "bar", spec)
+			if _, err := e.converge(t, "default", "foo"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := e.converge(t, "team-a", "bar")
+			if got := errors.Is(err, ErrConflict); got != tc.wantConflict {
+				t.Fatalf("second primary: err = %v, want a conflict: %v", err, tc.wantConflict)
+			}
+			if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "team-a", "app-config")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.converge(t, "team-a", "bar"); err != nil && !errors.Is(err, ErrConflict) {
+				t.Fatal(err)
+			}
+			if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "a"}) {
+				t.Errorf("the first primary's copy = %v, want its source's data", got)
+			}
+			if get(t, e.kcp, configMapGVK, "team-a", "app-config") != nil {
+				t.Error("the second source is still held")
+			}
+		})
+	}
 }

@@ -595,6 +595,10 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 		// Other finalizers on the copy are honoured: wait.
 		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
+	if res, err := s.forgetUnseenRelated(ctx, ws, p, obj); err != nil || res.Writes > 0 {
+		res.Requeue = true
+		return res, err
+	}
 	// The state goes last: while it exists, a vanished object's cleanup
 	// goes on (see Vanished).
 	return Result{}, s.State.Delete(ctx, p)
