@@ -1473,6 +1473,8 @@ func TestSyncer_localCopyDeletedDuringThePass(t *testing.T) {
 func TestSyncer_kcpObjectDeletedBeforeItsStatus(t *testing.T) {
 	vanish := false
 	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
 		kcpStatus: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error {
 			if !vanish {
 				return nil
@@ -1480,16 +1482,22 @@ func TestSyncer_kcpObjectDeletedBeforeItsStatus(t *testing.T) {
 			return apierrors.NewNotFound(schema.GroupResource{Group: remoteGVK.Group, Resource: "things"}, obj.GetName())
 		},
 	})
-	e.createPrimary(t, map[string]any{"color": "blue"}, nil)
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
 	e.mustConverge(t)
 	local := e.localCopy(t)
 	local.Object["status"] = map[string]any{"phase": "Ready"}
 	if err := e.service.Status().Update(t.Context(), local); err != nil {
 		t.Fatal(err)
 	}
+	src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+	src.Object["data"] = map[string]any{"key": "changed"}
+	if err := e.kcp.Update(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
 	vanish = true
-	if _, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo")); err != nil {
-		t.Errorf("Process = %v, want no error", err)
+	res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil || res.Writes != 0 {
+		t.Errorf("Process = %+v, %v; want no error and no write for an object that is gone", res, err)
 	}
 }
 

@@ -190,6 +190,10 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 		return res, err
 	}
 	res, err = s.syncStatus(ctx, ws, obj, mutated, local)
+	if errors.Is(err, errObjectGone) {
+		// Deleted since it was read: its deletion is the next pass.
+		return res, nil
+	}
 	if err != nil {
 		return res, err
 	}
@@ -526,13 +530,16 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 	}
 	if err := ws.Client.Status().Update(ctx, updated); err != nil {
 		if objectNotFound(err, obj.GetName()) {
-			return Result{}, nil // deleted since it was read: its deletion is the next pass
+			return Result{}, errObjectGone
 		}
 		return Result{}, fmt.Errorf("failed to update the status in kcp: %w", err)
 	}
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectStatusSynced, "The status was updated from the service cluster.")
 	return Result{Writes: 1}, nil
 }
+
+// errObjectGone: the kcp object was deleted since the pass read it.
+var errObjectGone = errors.New("the kcp object is gone")
 
 // delete runs the deletion flow (contract §6.7): delete the local copy and
 // wait until it is gone, delete the state, release the finalizer.
