@@ -110,3 +110,57 @@ func WithEntries(m, add map[string]string) map[string]string {
 	maps.Copy(m, add)
 	return m
 }
+
+// Drifted reports whether desired, written onto local as a JSON merge
+// patch (maps merged key by key, everything else replaced; of the
+// metadata only labels and annotations, key by key), would change local:
+// a field the desired state owns differs on local. Fields only local has
+// (set on the service side) are no drift.
+func Drifted(local, desired map[string]any) bool {
+	for k, v := range desired {
+		switch k {
+		case "apiVersion", "kind":
+			continue
+		case "metadata":
+			meta, _ := v.(map[string]any)
+			have, _ := local["metadata"].(map[string]any)
+			for _, key := range []string{"labels", "annotations"} {
+				if want, ok := meta[key].(map[string]any); ok && len(want) > 0 {
+					got, _ := have[key].(map[string]any)
+					if Drifted(got, want) {
+						return true
+					}
+				}
+			}
+			continue
+		}
+		if differs(local[k], v) {
+			return true
+		}
+	}
+	return false
+}
+
+func differs(have, want any) bool {
+	wantMap, ok := want.(map[string]any)
+	if !ok {
+		return !equality.Semantic.DeepEqual(have, want)
+	}
+	haveMap, ok := have.(map[string]any)
+	if !ok {
+		return true
+	}
+	for k, v := range wantMap {
+		if v == nil {
+			// A null in a merge patch removes the key.
+			if _, present := haveMap[k]; present {
+				return true
+			}
+			continue
+		}
+		if differs(haveMap[k], v) {
+			return true
+		}
+	}
+	return false
+}

@@ -163,3 +163,48 @@ func TestOverwrite(t *testing.T) {
 		t.Error("a second overwrite must report no change")
 	}
 }
+
+func TestDrifted(t *testing.T) {
+	desired := map[string]any{
+		"apiVersion": "v1", "kind": "Thing",
+		"metadata": map[string]any{"name": "x", "labels": map[string]any{"team": "a"}},
+		"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+	}
+	for _, tc := range []struct {
+		name  string
+		local map[string]any
+		want  bool
+	}{
+		{"equal", map[string]any{
+			"metadata": map[string]any{"name": "other", "labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+		}, false},
+		{"service-only fields and labels", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a", "op": "x"}, "uid": "u"},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b", "c": "d"}, "extra": true},
+			"status":   map[string]any{"phase": "Ready"},
+		}, false},
+		{"a scalar differs", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "red", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+		}, true},
+		{"a list differs", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1)}, "nested": map[string]any{"a": "b"}},
+		}, true},
+		{"a nested field is missing", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{}},
+		}, true},
+		{"a label is missing", map[string]any{
+			"spec": map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+		}, true},
+		{"the spec is missing", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Drifted(tc.local, desired); got != tc.want {
+				t.Errorf("Drifted = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

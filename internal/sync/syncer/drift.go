@@ -1,0 +1,141 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+)
+
+// Drift kinds: how a synced kcp object and what the agent keeps for it
+// on the service cluster differ, as the patroller finds them (the
+// kind label of its metrics, docs/metrics.md).
+const (
+	// DriftNotAccepted: the object lacks our finalizer (its first pass
+	// never ran).
+	DriftNotAccepted = "not-accepted"
+	// DriftMissingCopy: the object has no local copy.
+	DriftMissingCopy = "missing-copy"
+	// DriftCopyDiffers: a field the kcp object owns differs on the local
+	// copy (someone edited it there: the three-way merge of the event
+	// path changes only what changed in kcp, so it never reverts that).
+	DriftCopyDiffers = "copy-differs"
+	// DriftStateMissing: the object's state Secret is gone.
+	DriftStateMissing = "state-missing"
+	// DriftStatusBehind: the local copy's status has not reached kcp.
+	DriftStatusBehind = "status-behind"
+	// DriftRelatedMissing and DriftRelatedDiffers: a related object's
+	// copy is missing, or a field its origin owns differs on it.
+	DriftRelatedMissing = "related-missing"
+	DriftRelatedDiffers = "related-differs"
+	// DriftOrphanCopy: a local copy whose kcp object is gone (found by
+	// the patroller itself, not by Drift).
+	DriftOrphanCopy = "orphan-copy"
+)
+
+// Drift compares the kcp object obj (read from ws's cache) with its local
+// copy, state, status and related objects, and returns the kinds of drift
+// found, in a fixed order. It writes nothing and reads from the caches
+// (related destinations as the sync reads them). Objects being deleted,
+// and those whose local copy is being deleted, are the event path's
+// business: no drift.
+func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) ([]string, error) {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil, nil
+	}
+	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		return []string{DriftNotAccepted}, nil
+	}
+	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
+	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	local, err := s.findLocal(ctx, remote)
+	switch {
+	case err != nil:
+		return nil, err
+	case local == nil:
+		return []string{DriftMissingCopy}, nil
+	case local.GetDeletionTimestamp() != nil:
+		return nil, nil
+	}
+	mutated, err := applyMutator(s.SpecMutator, obj, local)
+	if err != nil {
+		return nil, wrapMutation(err)
+	}
+	desired := objmeta.Desired(mutated, s.StatusSubresource)
+
+	var drift []string
+	last, err := s.State.Get(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if last == nil {
+		drift = append(drift, DriftStateMissing)
+	}
+	if merge.Drifted(local.Object, s.withSyncMetadata(desired.Object, remote).Object) {
+		drift = append(drift, DriftCopyDiffers)
+	}
+	if s.StatusSubresource {
+		withStatus, err := applyMutator(s.StatusMutator, local, mutated)
+		if err != nil {
+			return nil, fmt.Errorf("status mutation: %w", err)
+		}
+		if !equality.Semantic.DeepEqual(withStatus.Object["status"], obj.Object["status"]) {
+			drift = append(drift, DriftStatusBehind)
+		}
+	}
+	kinds, err := s.relatedDrift(ctx, ws, obj, local)
+	return append(drift, kinds...), err
+}
+
+// relatedDrift returns the related drift kinds of a synced primary.
+func (s *Syncer) relatedDrift(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured) ([]string, error) {
+	primaries := related.Primaries{Kcp: obj, Service: local, ClusterName: ws.Cluster, ClusterPath: ws.Path}
+	readers := related.Readers{Kcp: ws.Client, Service: s.RelatedService}
+	missing, differs := false, false
+	for _, e := range s.Related {
+		pairs, err := e.Resolve(ctx, primaries, readers)
+		if err != nil {
+			return nil, err
+		}
+		for _, pair := range pairs {
+			if pair.Origin.GetDeletionTimestamp() != nil {
+				continue
+			}
+			dest := &unstructured.Unstructured{}
+			dest.SetGroupVersionKind(e.DestinationType().GVK)
+			err := s.side(ws, e.Destination()).Get(ctx, types.NamespacedName{Namespace: pair.Destination.Namespace, Name: pair.Destination.Name}, dest)
+			switch {
+			case apierrors.IsNotFound(err):
+				missing = true
+				continue
+			case err != nil:
+				return nil, fmt.Errorf("failed to get related destination %s: %w", pair.Destination.Name, err)
+			}
+			desired, err := desiredCopy(e, pair.Origin, dest.Object)
+			if err != nil {
+				return nil, err
+			}
+			if merge.Drifted(dest.Object, desired.Object) {
+				differs = true
+			}
+		}
+	}
+	var out []string
+	if missing {
+		out = append(out, DriftRelatedMissing)
+	}
+	if differs {
+		out = append(out, DriftRelatedDiffers)
+	}
+	return out, nil
+}
