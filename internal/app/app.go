@@ -83,6 +83,8 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 
 		StateSweepInterval: deps.Options.StateSweepInterval,
 		SweepUnbound:       deps.Options.SweepUnboundWorkspaces,
+		PatrolInterval:     deps.Options.PatrolInterval,
+		PatrolReport:       deps.Options.PatrolMode == options.PatrolModeReport,
 	})
 }
 

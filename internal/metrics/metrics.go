@@ -46,3 +46,28 @@ var GoneWorkspaceObjectsDeleted = prometheus.NewCounterVec(prometheus.CounterOpt
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(GoneWorkspaceObjectsDeleted)
 }
+
+// The patroller's metrics (see internal/controller/sync/patrol.go).
+var (
+	PatrolRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_patrol_runs_total",
+		Help: "Completed patrol passes per PublishedResource.",
+	}, []string{"published_resource"})
+	PatrolDriftFound = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_patrol_drift_found_total",
+		Help: "Objects the patroller found drifted, by PublishedResource and kind of drift.",
+	}, []string{"published_resource", "kind"})
+	PatrolRepaired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_patrol_repaired_total",
+		Help: "Drifted objects the patroller saw repaired (checked again after the repair), by PublishedResource and kind of drift.",
+	}, []string{"published_resource", "kind"})
+	PatrolDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sync_agent_patrol_duration_seconds",
+		Help:    "Duration of a patrol pass (checks, repairs and their re-checks) per PublishedResource.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 14), // 0.1 s … about 14 min
+	}, []string{"published_resource"})
+)
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(PatrolRuns, PatrolDriftFound, PatrolRepaired, PatrolDuration)
+}

@@ -42,9 +42,17 @@ const (
 	// DefaultStateSweepInterval is how often state Secrets of vanished kcp
 	// objects are looked for.
 	DefaultStateSweepInterval = 10 * time.Minute
+	// DefaultPatrolInterval is the period of the patroller's passes.
+	DefaultPatrolInterval = 10 * time.Minute
 
 	DefaultQPS   = 200
 	DefaultBurst = 400
+)
+
+// The values of --patrol-mode.
+const (
+	PatrolModeRepair = "repair"
+	PatrolModeReport = "report"
 )
 
 // Options holds the parsed command line.
@@ -87,6 +95,11 @@ type Options struct {
 	// workspaces that no endpoint binds the export in.
 	SweepUnboundWorkspaces bool
 
+	// PatrolInterval is the period of the patroller's anti-entropy passes
+	// (0: off); PatrolMode is PatrolModeRepair or PatrolModeReport.
+	PatrolInterval time.Duration
+	PatrolMode     string
+
 	KcpQPS       float32
 	KcpBurst     int
 	ServiceQPS   float32
@@ -102,6 +115,8 @@ func New() *Options {
 		MetricsAddress:     DefaultMetricsAddress,
 		LogFormat:          LogFormatJSON,
 		StateSweepInterval: DefaultStateSweepInterval,
+		PatrolInterval:     DefaultPatrolInterval,
+		PatrolMode:         PatrolModeRepair,
 		KcpQPS:             DefaultQPS,
 		KcpBurst:           DefaultBurst,
 		ServiceQPS:         DefaultQPS,
@@ -129,6 +144,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
 	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are swept; 0 disables the sweep.")
 	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
+	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
+	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (through the normal sync; orphaned copies are deleted after kcp confirms their object is gone) or report (count, log and an Event only; nothing is written).")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
 	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
@@ -199,6 +216,12 @@ func (o *Options) Validate() (warnings []string, err error) {
 
 	if o.StateSweepInterval < 0 {
 		errs = append(errs, errors.New("--state-sweep-interval must not be negative"))
+	}
+	if o.PatrolInterval < 0 {
+		errs = append(errs, errors.New("--patrol-interval must not be negative"))
+	}
+	if o.PatrolMode != PatrolModeRepair && o.PatrolMode != PatrolModeReport {
+		errs = append(errs, fmt.Errorf("--patrol-mode %q is invalid: must be %s or %s", o.PatrolMode, PatrolModeRepair, PatrolModeReport))
 	}
 	if o.KcpQPS <= 0 || o.ServiceQPS <= 0 {
 		errs = append(errs, errors.New("--kcp-qps and --service-qps must be positive"))

@@ -32,6 +32,7 @@ func allValues() map[string]any {
 		"replicas":                   3,
 		"enableLeaderElection":       false,
 		"disabledControllers":        []any{"apiexport", "apiresourceschema"},
+		"patrol":                     map[string]any{"interval": "30m", "mode": "report"},
 		"resources": map[string]any{
 			"requests": map[string]any{"cpu": "200m", "memory": "128Mi"},
 			"limits":   map[string]any{"cpu": "2", "memory": "1Gi"},

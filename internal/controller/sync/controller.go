@@ -137,6 +137,8 @@ type Options struct {
 	// related service-side types the controller lists and watches
 	// cluster-wide (besides the local type); its error is the controller's.
 	Preflight func(ctx context.Context, watchedRelated []schema.GroupVersionResource) error
+	// Patrol configures the patroller (zero: none).
+	Patrol Patrol
 }
 
 // RelatedTypes are the types of one related entry on both sides.
@@ -148,6 +150,7 @@ type RelatedTypes struct {
 type Controller struct {
 	ctrl  controller.TypedController[mcreconcile.Request]
 	hub   *hub
+	r     *reconciler
 	local []*localSource
 	opts  Options
 	log   logr.Logger
@@ -225,6 +228,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		close(c.synced)
 	}()
+	go c.runPatrol(ctx)
 	err = c.ctrl.Start(ctx)
 	if ctx.Err() != nil {
 		// Stopped (during the start, too): not a failure.
@@ -337,6 +341,7 @@ func New(opts Options) (*Controller, error) {
 		prRecorder:      opts.Events,
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
+		repairs:         map[mcreconcile.Request]bool{},
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -354,6 +359,7 @@ func New(opts Options) (*Controller, error) {
 		},
 	}
 
+	c.r = r
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: opts.Workers,
@@ -411,10 +417,12 @@ type reconciler struct {
 	prRecorder record.EventRecorder
 
 	// waits and conflicts count the consecutive waiting passes and lost
-	// optimistic-lock races of each object.
+	// optimistic-lock races of each object; repairs are the objects the
+	// patroller found drifted (see markRepair).
 	streakMu  sync.Mutex
 	waits     map[mcreconcile.Request]int
 	conflicts map[mcreconcile.Request]int
+	repairs   map[mcreconcile.Request]bool
 }
 
 // waited records whether a pass for req waited and returns how many
@@ -523,7 +531,11 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
 		recorder.Event(o, eventType, reason, message)
 	}
+	s.Repair = r.repairing(req)
 	res, err := s.Process(ctx, ws, obj)
+	if s.Repair && err == nil && !res.Requeue && res.Waiting == "" {
+		r.repairDone(req)
+	}
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}

@@ -3,6 +3,8 @@ package sync
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,6 +205,25 @@ func (h *hub) workspace(name string) (Workspace, bool) {
 		return Workspace{}, false
 	}
 	return e.Workspace, true
+}
+
+// names returns the engaged workspaces, sorted.
+func (h *hub) names() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return slices.Sorted(maps.Keys(h.workspaces))
+}
+
+// enqueue adds req to the controller's queue; false if the controller has
+// not started or has stopped.
+func (h *hub) enqueue(req mcreconcile.Request) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if h.queue == nil || h.stopped {
+		return false
+	}
+	h.queue.Add(req)
+	return true
 }
 
 // registered reports whether the handlers of a workspace's endpoint are in

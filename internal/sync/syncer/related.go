@@ -624,6 +624,10 @@ func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, recor
 	return out, nil
 }
 
+// ObjectNotFound reports whether err says that the object name does not
+// exist (not that its type is not served): see objectNotFound.
+func ObjectNotFound(err error, name string) bool { return objectNotFound(err, name) }
+
 // objectNotFound reports whether err says that the object name does not
 // exist (not that its type is not served).
 func objectNotFound(err error, name string) bool {
