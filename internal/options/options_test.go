@@ -104,6 +104,16 @@ func TestOptions_Validate(t *testing.T) {
 			wantErrs: []string{`--log-format "xml" is invalid`},
 		},
 		{
+			name:     "bad patrol mode and negative interval are both listed",
+			args:     append(base, "--apiexport-ref=a", "--patrol-mode=fix", "--patrol-interval=-1m"),
+			wantErrs: []string{`--patrol-mode "fix" is invalid: must be repair or report`, "--patrol-interval must not be negative"},
+		},
+		{
+			name:          "patrol off, report mode",
+			args:          append(base, "--apiexport-ref=a", "--patrol-mode=report", "--patrol-interval=0"),
+			wantAgentName: "a-syncagent",
+		},
+		{
 			name:     "bad namespace",
 			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=Not_OK", "--apiexport-ref=a"},
 			wantErrs: []string{`--namespace "Not_OK" is invalid`},
