@@ -228,7 +228,14 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		close(c.synced)
 	}()
-	go c.runPatrol(ctx)
+	// The patroller ends with the controller, however Start returns.
+	patrolCtx, stopPatrol := context.WithCancel(ctx)
+	patrolDone := make(chan struct{})
+	go c.runPatrol(patrolCtx, patrolDone)
+	defer func() {
+		stopPatrol()
+		<-patrolDone
+	}()
 	err = c.ctrl.Start(ctx)
 	if ctx.Err() != nil {
 		// Stopped (during the start, too): not a failure.
@@ -341,7 +348,6 @@ func New(opts Options) (*Controller, error) {
 		prRecorder:      opts.Events,
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
-		repairs:         map[mcreconcile.Request]bool{},
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -417,12 +423,10 @@ type reconciler struct {
 	prRecorder record.EventRecorder
 
 	// waits and conflicts count the consecutive waiting passes and lost
-	// optimistic-lock races of each object; repairs are the objects the
-	// patroller found drifted (see markRepair).
+	// optimistic-lock races of each object.
 	streakMu  sync.Mutex
 	waits     map[mcreconcile.Request]int
 	conflicts map[mcreconcile.Request]int
-	repairs   map[mcreconcile.Request]bool
 }
 
 // waited records whether a pass for req waited and returns how many
@@ -531,11 +535,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
 		recorder.Event(o, eventType, reason, message)
 	}
-	s.Repair = r.repairing(req)
 	res, err := s.Process(ctx, ws, obj)
-	if s.Repair && err == nil && !res.Requeue && res.Waiting == "" {
-		r.repairDone(req)
-	}
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}

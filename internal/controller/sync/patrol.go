@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,19 +29,16 @@ import (
 
 // Patrol configures a sync controller's patroller: a periodic
 // anti-entropy pass that compares every kcp object with what the agent
-// keeps for it on the service cluster and repairs what the event-driven
-// path missed or cannot see (a field edited on a local copy, a state
-// Secret deleted, a copy whose kcp object is gone).
+// keeps for it on the service cluster and puts what the event-driven path
+// missed (a state Secret deleted: nothing watches them; a lost event)
+// through the normal sync, and reports what the contract keeps (fields
+// changed on the service side).
 type Patrol struct {
 	// Interval between passes, each jittered by up to ±patrolJitter; 0
 	// disables the patroller.
 	Interval time.Duration
 	// Report only counts and logs what a pass finds; nothing is written.
 	Report bool
-	// LocalTypeShared, if set, reports whether another PublishedResource
-	// has the same local type: a copy without state whose kcp object is
-	// gone may then be that one's, and is left alone.
-	LocalTypeShared func(ctx context.Context) (bool, error)
 }
 
 // ReasonPatrolDrift is the reason of the Event on the PublishedResource
@@ -50,14 +48,18 @@ const ReasonPatrolDrift = "PatrolDrift"
 const (
 	// patrolJitter spreads the passes of the controllers (±10 %).
 	patrolJitter = 0.1
-	// patrolChecksPerSecond and patrolBurst bound the checks of a pass:
-	// each reads caches (live reads only for a suspected orphan), so a
-	// pass never competes with the event path for the API servers.
+	// patrolChecksPerSecond and patrolBurst bound the checks of a pass
+	// (re-checks included): a check reads caches, plus the server for a
+	// state Secret the cache lacks, a name no copy holds, an unwatched
+	// related type or a suspected orphan, so a pass never competes with
+	// the event path for the API servers.
 	patrolChecksPerSecond = 50
 	patrolBurst           = 10
-	// patrolRepairSettle is the wait before the repaired objects are
-	// checked again; up to patrolRecheckRounds rounds.
-	patrolRepairSettle  = 5 * time.Second
+	// patrolSettle is the wait before objects are checked again: drift
+	// found twice that far apart is no event the sync is still working
+	// on; a repair is checked again after the same wait, up to
+	// patrolRecheckRounds times.
+	patrolSettle        = 5 * time.Second
 	patrolRecheckRounds = 6
 )
 
@@ -68,8 +70,9 @@ func patrolDelay(interval time.Duration, u float64) time.Duration {
 }
 
 // runPatrol runs a pass every jittered interval once the controller has
-// synced, until ctx ends.
-func (c *Controller) runPatrol(ctx context.Context) {
+// synced, until ctx ends; done is closed when it returns.
+func (c *Controller) runPatrol(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
 	if c.opts.Patrol.Interval <= 0 {
 		return
 	}
@@ -94,16 +97,7 @@ func (c *Controller) runPatrol(ctx context.Context) {
 // orphaned local copies.
 type patrolFindings struct {
 	drifted map[mcreconcile.Request][]string
-	orphans []orphan
-}
-
-// orphan is a local copy whose kcp object is confirmed gone.
-type orphan struct {
-	req  mcreconcile.Request
-	copy *unstructured.Unstructured
-	// withState: state of this PublishedResource's kind exists, so the
-	// sync's cleanup of a vanished object removes copy and state.
-	withState bool
+	orphans map[mcreconcile.Request]*unstructured.Unstructured
 }
 
 func (f patrolFindings) empty() bool { return len(f.drifted) == 0 && len(f.orphans) == 0 }
@@ -122,31 +116,33 @@ func (f patrolFindings) counts() map[string]int {
 	return out
 }
 
-// patrolOnce runs one pass: check, count, and (unless reporting) repair
-// through the sync's own queue and path, then check the repaired objects
-// again and count those that are in line now.
+// patrolOnce runs one pass: check, confirm, count, and (unless reporting)
+// repair through the sync's own queue, then check the repaired objects
+// again and count those that are in line now. A pass cut off by the
+// controller's stop counts nothing.
 func (c *Controller) patrolOnce(ctx context.Context) {
 	start := time.Now()
 	pr := c.opts.PublishedResource.Name
-	found, err := c.patrolCheck(ctx)
-	if ctx.Err() != nil {
-		return // stopped: the pass is not complete
-	}
-	if err != nil {
+	limiter := rate.NewLimiter(patrolChecksPerSecond, patrolBurst)
+	found, err := c.patrolCheck(ctx, limiter)
+	if err != nil && ctx.Err() == nil {
 		c.log.Error(err, "The patrol pass could not check every object")
+	}
+	if !found.empty() && ctx.Err() == nil {
+		found = c.confirm(ctx, limiter, found)
+	}
+	repaired := map[string]int{}
+	if !found.empty() && !c.opts.Patrol.Report {
+		repaired = c.patrolRepair(ctx, limiter, found)
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	for kind, n := range found.counts() {
 		metrics.PatrolDriftFound.WithLabelValues(pr, kind).Add(float64(n))
 	}
-	repaired := map[string]int{}
-	if !found.empty() && !c.opts.Patrol.Report {
-		repaired = c.patrolRepair(ctx, found)
-		for kind, n := range repaired {
-			metrics.PatrolRepaired.WithLabelValues(pr, kind).Add(float64(n))
-		}
-	}
-	if ctx.Err() != nil {
-		return
+	for kind, n := range repaired {
+		metrics.PatrolRepaired.WithLabelValues(pr, kind).Add(float64(n))
 	}
 	metrics.PatrolRuns.WithLabelValues(pr).Inc()
 	metrics.PatrolDuration.WithLabelValues(pr).Observe(time.Since(start).Seconds())
@@ -180,10 +176,9 @@ func describeCounts(counts map[string]int) string {
 }
 
 // patrolCheck checks every kcp object of every engaged workspace, then
-// the local copies, at patrolChecksPerSecond.
-func (c *Controller) patrolCheck(ctx context.Context) (patrolFindings, error) {
+// the local copies.
+func (c *Controller) patrolCheck(ctx context.Context, limiter *rate.Limiter) (patrolFindings, error) {
 	found := patrolFindings{drifted: map[mcreconcile.Request][]string{}}
-	limiter := rate.NewLimiter(patrolChecksPerSecond, patrolBurst)
 	var errs []error
 	for _, name := range c.hub.names() {
 		reqs, err := c.r.primaries(ctx, name)
@@ -195,7 +190,7 @@ func (c *Controller) patrolCheck(ctx context.Context) (patrolFindings, error) {
 			if err := limiter.Wait(ctx); err != nil {
 				return found, err
 			}
-			kinds, err := c.r.drift(ctx, req)
+			kinds, _, err := c.r.drift(ctx, req)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s in workspace %s: %w", req.NamespacedName, req.ClusterName, err))
 				continue
@@ -205,8 +200,11 @@ func (c *Controller) patrolCheck(ctx context.Context) (patrolFindings, error) {
 			}
 		}
 	}
-	orphans, err := c.orphans(ctx, limiter)
-	found.orphans = orphans
+	copies, err := c.copies(ctx)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	found.orphans, err = findOrphans(ctx, limiter, copies, c.orphanChecks())
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -216,114 +214,88 @@ func (c *Controller) patrolCheck(ctx context.Context) (patrolFindings, error) {
 	return found, nil
 }
 
-// orphans returns the local copies of engaged workspaces whose kcp object
-// the workspace's server confirms gone. Copies of workspaces that are not
-// engaged are the sweep's (--sweep-unbound-workspaces); copies without
-// state of this PublishedResource's kind count only if no other
-// PublishedResource has the same local type.
-func (c *Controller) orphans(ctx context.Context, limiter *rate.Limiter) ([]orphan, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(c.opts.LocalGVK.GroupVersion().WithKind(c.opts.LocalGVK.Kind + "List"))
-	if err := c.opts.LocalCache.List(ctx, list, ctrlruntimeclient.MatchingLabels{keys.AgentName: c.opts.AgentName}); err != nil {
-		return nil, fmt.Errorf("failed to list the local copies: %w", err)
+// confirm checks what a pass found once more after patrolSettle and keeps
+// what is still there: drift the event path was about to repair (a status
+// on its way to kcp) is not reported.
+func (c *Controller) confirm(ctx context.Context, limiter *rate.Limiter, found patrolFindings) patrolFindings {
+	if !sleepCtx(ctx, patrolSettle) {
+		return found
 	}
-	var shared *bool
-	var out []orphan
-	for i := range list.Items {
-		cp := &list.Items[i]
-		remote, ok := objmeta.FromLocal(cp)
-		if !ok || cp.GetDeletionTimestamp() != nil {
-			continue
+	out := patrolFindings{drifted: map[mcreconcile.Request][]string{}, orphans: map[mcreconcile.Request]*unstructured.Unstructured{}}
+	for req := range found.drifted {
+		if limiter.Wait(ctx) != nil {
+			return out
 		}
-		engaged, ok := c.hub.workspace(remote.Cluster)
-		if !ok || !c.hub.registered(remote.Cluster) {
-			continue
+		if kinds, _, err := c.r.drift(ctx, req); err == nil && len(kinds) > 0 {
+			out.drifted[req] = kinds
 		}
-		if err := limiter.Wait(ctx); err != nil {
-			return out, err
-		}
-		req := mcreconcile.Request{ClusterName: remote.Cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: remote.Namespace, Name: remote.Name}}}
-		gone, err := c.r.gone(ctx, engaged, req)
-		if err != nil || !gone {
-			if err != nil {
-				return out, err
-			}
-			continue
-		}
-		p := state.Primary{Remote: remote, APIVersion: c.opts.RemoteGVK.GroupVersion().String(), Kind: c.opts.RemoteGVK.Kind}
-		last, err := c.r.syncer.State.Get(ctx, p)
-		if err != nil {
-			return out, err
-		}
-		if last == nil {
-			if shared == nil {
-				s := false
-				if c.opts.Patrol.LocalTypeShared != nil {
-					if s, err = c.opts.Patrol.LocalTypeShared(ctx); err != nil {
-						return out, err
-					}
-				}
-				shared = &s
-			}
-			if *shared {
-				continue
-			}
-		}
-		out = append(out, orphan{req: req, copy: cp, withState: last != nil})
 	}
-	return out, nil
+	checks := c.orphanChecks()
+	for req, cp := range found.orphans {
+		if limiter.Wait(ctx) != nil {
+			return out
+		}
+		if still, err := checks.orphaned(ctx, cp); err == nil && still {
+			out.orphans[req] = cp
+		}
+	}
+	return out
 }
 
-// patrolRepair repairs what a pass found and returns, per kind, how many
-// objects a later check found in line. Drifted objects go through the
-// sync's queue with Repair set; orphans with state through the cleanup of
-// a vanished object; orphans without state (nothing of the sync knows
-// them) are deleted here, only the copy that was read (UID precondition).
-func (c *Controller) patrolRepair(ctx context.Context, found patrolFindings) map[string]int {
-	defer c.r.clearRepairs()
+// patrolRepair puts what a pass found through the sync's own queue, then
+// returns, per kind, how many objects a later check found in line: drift
+// the sync repairs (see syncer.Repairable) and orphans, which go through
+// the cleanup of a vanished object. Nothing is written here.
+func (c *Controller) patrolRepair(ctx context.Context, limiter *rate.Limiter, found patrolFindings) map[string]int {
 	pending := map[mcreconcile.Request][]string{}
 	for req, kinds := range found.drifted {
-		c.r.markRepair(req)
-		if c.hub.enqueue(req) {
-			pending[req] = kinds
+		var repairable []string
+		for _, k := range kinds {
+			if syncer.Repairable(k) {
+				repairable = append(repairable, k)
+			}
+		}
+		if len(repairable) > 0 && c.hub.enqueue(req) {
+			pending[req] = repairable
 		}
 	}
 	orphaned := map[mcreconcile.Request]*unstructured.Unstructured{}
-	for _, o := range found.orphans {
-		if o.withState {
-			if c.hub.enqueue(o.req) {
-				orphaned[o.req] = o.copy
-			}
-			continue
+	for req, cp := range found.orphans {
+		if c.hub.enqueue(req) {
+			orphaned[req] = cp
 		}
-		uid := o.copy.GetUID()
-		if err := c.opts.Service.Delete(ctx, o.copy, ctrlruntimeclient.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			c.log.Error(err, "Failed to delete an orphaned local copy", "local", objmeta.QualifiedName(o.copy.GetNamespace(), o.copy.GetName()))
-			continue
-		}
-		c.log.Info("Deleted a local copy whose kcp object is gone", "local", objmeta.QualifiedName(o.copy.GetNamespace(), o.copy.GetName()), "cluster", o.req.ClusterName, "kcp", o.req.NamespacedName.String())
-		orphaned[o.req] = o.copy
 	}
 
 	repaired := map[string]int{}
+	checks := c.orphanChecks()
 	for round := 0; round < patrolRecheckRounds && len(pending)+len(orphaned) > 0; round++ {
-		t := time.NewTimer(patrolRepairSettle)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, patrolSettle) {
 			return repaired
-		case <-t.C:
 		}
 		for req, kinds := range pending {
-			if now, err := c.r.drift(ctx, req); err == nil && len(now) == 0 {
-				for _, k := range kinds {
+			if limiter.Wait(ctx) != nil {
+				return repaired
+			}
+			now, checked, err := c.r.drift(ctx, req)
+			if err != nil || !checked {
+				continue // gone, filtered or unreadable now: not repaired by us
+			}
+			fixed := 0
+			for _, k := range kinds {
+				if !slices.Contains(now, k) {
 					repaired[k]++
+					fixed++
 				}
+			}
+			if fixed == len(kinds) {
 				delete(pending, req)
 			}
 		}
 		for req, cp := range orphaned {
-			if gone, err := c.copyGone(ctx, cp); err == nil && gone {
+			if limiter.Wait(ctx) != nil {
+				return repaired
+			}
+			if gone, err := checks.copyGone(ctx, cp); err == nil && gone {
 				repaired[syncer.DriftOrphanCopy]++
 				delete(orphaned, req)
 			}
@@ -336,6 +308,107 @@ func (c *Controller) patrolRepair(ctx context.Context, found patrolFindings) map
 		c.log.Info("The patrol's repair did not remove an orphaned local copy", "cluster", req.ClusterName, "kcp", req.NamespacedName.String())
 	}
 	return repaired
+}
+
+// sleepCtx waits d; false if ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// copies lists this agent's local copies of the controller's type (from
+// the copies cache).
+func (c *Controller) copies(ctx context.Context) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(c.opts.LocalGVK.GroupVersion().WithKind(c.opts.LocalGVK.Kind + "List"))
+	if err := c.opts.LocalCache.List(ctx, list, ctrlruntimeclient.MatchingLabels{keys.AgentName: c.opts.AgentName}); err != nil {
+		return nil, fmt.Errorf("failed to list the local copies: %w", err)
+	}
+	return list.Items, nil
+}
+
+// orphanChecks are the reads that tell an orphaned local copy.
+type orphanChecks struct {
+	// engaged returns the workspace if it is engaged and its handlers are
+	// in place.
+	engaged func(cluster string) (Workspace, bool)
+	// hasState reports whether p has state of this PublishedResource's kind.
+	hasState func(ctx context.Context, p state.Primary) (bool, error)
+	// gone reports whether the kcp object of req is confirmed gone.
+	gone func(ctx context.Context, ws Workspace, req mcreconcile.Request) (bool, error)
+	// copyGone reports whether that local copy (its UID) is gone.
+	copyGone func(ctx context.Context, cp *unstructured.Unstructured) (bool, error)
+	remoteGVK schema.GroupVersionKind
+}
+
+func (c *Controller) orphanChecks() orphanChecks {
+	return orphanChecks{
+		engaged: func(cluster string) (Workspace, bool) {
+			ws, ok := c.hub.workspace(cluster)
+			return ws, ok && c.hub.registered(cluster)
+		},
+		hasState: func(ctx context.Context, p state.Primary) (bool, error) {
+			last, err := c.r.syncer.State.Get(ctx, p)
+			return last != nil, err
+		},
+		gone:      c.r.gone,
+		copyGone:  c.copyGone,
+		remoteGVK: c.opts.RemoteGVK,
+	}
+}
+
+// orphaned reports whether the local copy cp is an orphan: it names a kcp
+// object of an engaged workspace that has state of this PublishedResource's
+// kind, and the workspace's server confirms that object is gone. A copy
+// without such state is not this sync's to judge: copies of objects that a
+// PublishedResource released (deleted, disabled, another projection) stay
+// by contract (§6.7), and the cleanup of a vanished object needs the state
+// too. Copies of workspaces that are not engaged are the sweeper's.
+func (o orphanChecks) orphaned(ctx context.Context, cp *unstructured.Unstructured) (bool, error) {
+	remote, ok := objmeta.FromLocal(cp)
+	if !ok || cp.GetDeletionTimestamp() != nil {
+		return false, nil
+	}
+	ws, ok := o.engaged(remote.Cluster)
+	if !ok {
+		return false, nil
+	}
+	p := state.Primary{Remote: remote, APIVersion: o.remoteGVK.GroupVersion().String(), Kind: o.remoteGVK.Kind}
+	if has, err := o.hasState(ctx, p); err != nil || !has {
+		return false, err
+	}
+	return o.gone(ctx, ws, requestOf(remote))
+}
+
+func requestOf(r objmeta.Remote) mcreconcile.Request {
+	return mcreconcile.Request{ClusterName: r.Cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}
+}
+
+// findOrphans returns the orphaned local copies among copies, by the
+// request of their kcp object.
+func findOrphans(ctx context.Context, limiter *rate.Limiter, copies []unstructured.Unstructured, checks orphanChecks) (map[mcreconcile.Request]*unstructured.Unstructured, error) {
+	out := map[mcreconcile.Request]*unstructured.Unstructured{}
+	for i := range copies {
+		if err := limiter.Wait(ctx); err != nil {
+			return out, err
+		}
+		cp := &copies[i]
+		orphan, err := checks.orphaned(ctx, cp)
+		if err != nil {
+			return out, err
+		}
+		if orphan {
+			remote, _ := objmeta.FromLocal(cp)
+			out[requestOf(remote)] = cp
+		}
+	}
+	return out, nil
 }
 
 // copyGone reports whether the local copy cp (that object: its UID) is
@@ -374,12 +447,13 @@ func (r *reconciler) primaries(ctx context.Context, name string) ([]mcreconcile.
 }
 
 // drift returns the drift kinds of the kcp object of req, as the sync
-// would see it (filters and workspace paths applied); none for an object
-// the controller does not sync or that is gone.
-func (r *reconciler) drift(ctx context.Context, req mcreconcile.Request) ([]string, error) {
+// would see it (filters and workspace paths applied); checked is false
+// when there was nothing to compare: the object is gone, not synced by
+// this controller, or its workspace not engaged.
+func (r *reconciler) drift(ctx context.Context, req mcreconcile.Request) (kinds []string, checked bool, err error) {
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok || !r.workspaces.registered(req.ClusterName) || r.deletionOnly {
-		return nil, nil
+		return nil, false, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
@@ -387,19 +461,22 @@ func (r *reconciler) drift(ctx context.Context, req mcreconcile.Request) ([]stri
 	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
-		return nil, ctrlruntimeclient.IgnoreNotFound(err)
+		return nil, false, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return nil, false, nil
 	}
 	if matches, err := r.matches(ctx, kcpClient, obj); err != nil || !matches {
-		return nil, err
+		return nil, false, err
 	}
 	ws := syncer.Workspace{Client: kcpClient, Live: cl.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
-		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return r.syncer.Drift(ctx, ws, obj)
+	kinds, err = r.syncer.Drift(ctx, ws, obj)
+	return kinds, err == nil, err
 }
 
 // gone reports whether the kcp object of req is confirmed gone: missing
@@ -419,30 +496,4 @@ func (r *reconciler) gone(ctx context.Context, engaged Workspace, req mcreconcil
 		return true, nil
 	}
 	return false, ctrlruntimeclient.IgnoreNotFound(err)
-}
-
-// markRepair makes the passes of req repair (see syncer.Syncer.Repair)
-// until one ends in line, or the patrol pass clears the marks.
-func (r *reconciler) markRepair(req mcreconcile.Request) {
-	r.streakMu.Lock()
-	defer r.streakMu.Unlock()
-	r.repairs[req] = true
-}
-
-func (r *reconciler) repairing(req mcreconcile.Request) bool {
-	r.streakMu.Lock()
-	defer r.streakMu.Unlock()
-	return r.repairs[req]
-}
-
-func (r *reconciler) repairDone(req mcreconcile.Request) {
-	r.streakMu.Lock()
-	defer r.streakMu.Unlock()
-	delete(r.repairs, req)
-}
-
-func (r *reconciler) clearRepairs() {
-	r.streakMu.Lock()
-	defer r.streakMu.Unlock()
-	clear(r.repairs)
 }

@@ -1,15 +1,24 @@
 package sync
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
 
@@ -37,7 +46,7 @@ func TestPatrolFindings(t *testing.T) {
 			req("a"): {syncer.DriftCopyDiffers, syncer.DriftStatusBehind},
 			req("b"): {syncer.DriftCopyDiffers},
 		},
-		orphans: []orphan{{req: req("c")}},
+		orphans: map[mcreconcile.Request]*unstructured.Unstructured{req("c"): {}},
 	}
 	want := map[string]int{syncer.DriftCopyDiffers: 2, syncer.DriftStatusBehind: 1, syncer.DriftOrphanCopy: 1}
 	if diff := cmp.Diff(want, f.counts()); diff != "" {
@@ -54,27 +63,67 @@ func TestPatrolFindings(t *testing.T) {
 	}
 }
 
-// TestRepairMarks: a mark lasts until a pass ends in line (or the patrol
-// pass clears every mark it set), so a repair that needs several passes
-// (a write, then a requeue) keeps Repair on for all of them.
-func TestRepairMarks(t *testing.T) {
-	r := &reconciler{repairs: map[mcreconcile.Request]bool{}}
-	a := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "a"}}}
-	b := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "b"}}}
-	if r.repairing(a) {
-		t.Fatal("an unmarked object repairs")
+// TestFindOrphans: only a copy whose kcp object has state of this
+// PublishedResource's kind and is confirmed gone in an engaged workspace
+// is an orphan; a copy without that state (one a PublishedResource
+// released, which stays by contract) never is, and nothing is read from
+// kcp for it.
+func TestFindOrphans(t *testing.T) {
+	remoteGVK := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	copyOf := func(cluster, name string, mutate ...func(*unstructured.Unstructured)) unstructured.Unstructured {
+		r := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: name}
+		u := unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"})
+		u.SetNamespace(cluster)
+		u.SetName(name)
+		u.SetLabels(r.Labels("agent"))
+		u.SetAnnotations(r.Annotations())
+		for _, m := range mutate {
+			m(&u)
+		}
+		return u
 	}
-	r.markRepair(a)
-	r.markRepair(b)
-	if !r.repairing(a) || !r.repairing(a) {
-		t.Fatal("a mark did not last across passes")
+	now := metav1.Now()
+	copies := []unstructured.Unstructured{
+		copyOf("ws1", "gone-with-state"),
+		copyOf("ws1", "alive-with-state"),
+		copyOf("ws1", "gone-without-state"),
+		copyOf("ws2", "gone-with-state"), // not engaged
+		copyOf("ws1", "gone-being-deleted", func(u *unstructured.Unstructured) { u.SetDeletionTimestamp(&now); u.SetFinalizers([]string{"x"}) }),
+		copyOf("ws1", "no-labels", func(u *unstructured.Unstructured) { u.SetLabels(nil); u.SetAnnotations(nil) }),
 	}
-	r.repairDone(a)
-	if r.repairing(a) || !r.repairing(b) {
-		t.Fatal("repairDone cleared the wrong mark")
+	var askedKcp []string
+	checks := orphanChecks{
+		engaged: func(cluster string) (Workspace, bool) { return Workspace{Name: cluster}, cluster == "ws1" },
+		hasState: func(_ context.Context, p state.Primary) (bool, error) {
+			if p.APIVersion != "kcp.example.com/v1" || p.Kind != "Thing" {
+				t.Errorf("state asked for %s %s", p.APIVersion, p.Kind)
+			}
+			return strings.HasSuffix(p.Name, "-with-state") || p.Name == "gone-being-deleted", nil
+		},
+		gone: func(_ context.Context, ws Workspace, req mcreconcile.Request) (bool, error) {
+			askedKcp = append(askedKcp, ws.Name+"/"+req.Name)
+			return strings.HasPrefix(req.Name, "gone-"), nil
+		},
+		remoteGVK: remoteGVK,
 	}
-	r.clearRepairs()
-	if r.repairing(b) || len(r.repairs) != 0 {
-		t.Fatal("clearRepairs left marks")
+	got, err := findOrphans(t.Context(), rate.NewLimiter(rate.Inf, 1), copies, checks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for req := range got {
+		names = append(names, req.ClusterName+"/"+req.Name)
+	}
+	if diff := cmp.Diff([]string{"ws1/gone-with-state"}, names); diff != "" {
+		t.Errorf("orphans (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ws1/gone-with-state", "ws1/alive-with-state"}, askedKcp); diff != "" {
+		t.Errorf("kcp reads (-want +got):\n%s", diff)
+	}
+
+	checks.gone = func(context.Context, Workspace, mcreconcile.Request) (bool, error) { return false, errors.New("kcp unreachable") }
+	if _, err := findOrphans(t.Context(), rate.NewLimiter(rate.Inf, 1), copies, checks); err == nil {
+		t.Error("an unreadable kcp decided nothing but reported no error")
 	}
 }

@@ -739,16 +739,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			Log:               local.GetLogger(),
 			Events:            local.GetEventRecorderFor(syncctrl.ControllerName),
 			Informers:         r.informers,
-			Patrol: syncctrl.Patrol{
-				Interval: r.PatrolInterval,
-				Report:   r.PatrolReport,
-				// Other PublishedResources of the source kind (not syncing
-				// it, contract §7 #11) may have left copies of their objects.
-				LocalTypeShared: func(ctx context.Context) (bool, error) {
-					_, others, err := r.sourceOwner(ctx, prCopy)
-					return len(others) > 0, err
-				},
-			},
+			Patrol:            syncctrl.Patrol{Interval: r.PatrolInterval, Report: r.PatrolReport},
 			// Without these permissions the controller's caches of local
 			// copies and watched related objects would wait for a sync
 			// that never comes.

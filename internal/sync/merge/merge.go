@@ -111,11 +111,13 @@ func WithEntries(m, add map[string]string) map[string]string {
 	return m
 }
 
-// Drifted reports whether desired, written onto local as a JSON merge
-// patch (maps merged key by key, everything else replaced; of the
-// metadata only labels and annotations, key by key), would change local:
-// a field the desired state owns differs on local. Fields only local has
-// (set on the service side) are no drift.
+// Drifted reports whether a field the desired state owns differs on
+// local: desired, written onto local as a JSON merge patch (maps merged
+// key by key; of the metadata only labels and annotations), would change
+// it. Fields only local has (set on the service side) are no drift, and
+// lists are compared item by item in the same way, so that a field the
+// API server defaults inside a list item is no drift either (a list of
+// another length is).
 func Drifted(local, desired map[string]any) bool {
 	for k, v := range desired {
 		switch k {
@@ -142,6 +144,21 @@ func Drifted(local, desired map[string]any) bool {
 }
 
 func differs(have, want any) bool {
+	if wantList, ok := want.([]any); ok {
+		// Item by item, so that fields the service side defaults inside
+		// list items (a container's imagePullPolicy) are no drift; a list
+		// of another length is.
+		haveList, ok := have.([]any)
+		if !ok || len(haveList) != len(wantList) {
+			return true
+		}
+		for i := range wantList {
+			if differs(haveList[i], wantList[i]) {
+				return true
+			}
+		}
+		return false
+	}
 	wantMap, ok := want.(map[string]any)
 	if !ok {
 		return !equality.Semantic.DeepEqual(have, want)

@@ -168,7 +168,7 @@ func TestDrifted(t *testing.T) {
 	desired := map[string]any{
 		"apiVersion": "v1", "kind": "Thing",
 		"metadata": map[string]any{"name": "x", "labels": map[string]any{"team": "a"}},
-		"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+		"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}, "items": []any{map[string]any{"name": "x"}}},
 	}
 	for _, tc := range []struct {
 		name  string
@@ -177,11 +177,11 @@ func TestDrifted(t *testing.T) {
 	}{
 		{"equal", map[string]any{
 			"metadata": map[string]any{"name": "other", "labels": map[string]any{"team": "a"}},
-			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}, "items": []any{map[string]any{"name": "x"}}},
 		}, false},
 		{"service-only fields and labels", map[string]any{
 			"metadata": map[string]any{"labels": map[string]any{"team": "a", "op": "x"}, "uid": "u"},
-			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b", "c": "d"}, "extra": true},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b", "c": "d"}, "extra": true, "items": []any{map[string]any{"name": "x"}}},
 			"status":   map[string]any{"phase": "Ready"},
 		}, false},
 		{"a scalar differs", map[string]any{
@@ -200,6 +200,18 @@ func TestDrifted(t *testing.T) {
 			"spec": map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}},
 		}, true},
 		{"the spec is missing", map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, true},
+		{"a field defaulted inside list items", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}, "items": []any{map[string]any{"name": "x", "policy": "Always"}}},
+		}, false},
+		{"a list item differs", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}, "items": []any{map[string]any{"name": "y"}}},
+		}, true},
+		{"an item added to a list", map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"team": "a"}},
+			"spec":     map[string]any{"color": "blue", "sizes": []any{int64(1), int64(2)}, "nested": map[string]any{"a": "b"}, "items": []any{map[string]any{"name": "x"}, map[string]any{"name": "z"}}},
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Drifted(tc.local, desired); got != tc.want {

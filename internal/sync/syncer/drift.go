@@ -18,30 +18,42 @@ import (
 )
 
 // Drift kinds: how a synced kcp object and what the agent keeps for it
-// on the service cluster differ, as the patroller finds them (the
-// kind label of its metrics, docs/metrics.md).
+// on the service cluster differ, as the patroller finds them (the kind
+// label of its metrics, docs/metrics.md).
 const (
 	// DriftNotAccepted: the object lacks our finalizer (its first pass
 	// never ran).
 	DriftNotAccepted = "not-accepted"
-	// DriftMissingCopy: the object has no local copy.
+	// DriftMissingCopy: the object has no local copy (and no one else's
+	// object holds its name).
 	DriftMissingCopy = "missing-copy"
 	// DriftCopyDiffers: a field the kcp object owns differs on the local
-	// copy (someone edited it there: the three-way merge of the event
-	// path changes only what changed in kcp, so it never reverts that).
+	// copy. Reported, never repaired: a field changed only on the service
+	// side survives until the same field changes in kcp (contract §6.5).
 	DriftCopyDiffers = "copy-differs"
+	// DriftCopyMetadata: a sync label or annotation of the local copy is
+	// missing or wrong.
+	DriftCopyMetadata = "copy-metadata"
 	// DriftStateMissing: the object's state Secret is gone.
 	DriftStateMissing = "state-missing"
 	// DriftStatusBehind: the local copy's status has not reached kcp.
 	DriftStatusBehind = "status-behind"
-	// DriftRelatedMissing and DriftRelatedDiffers: a related object's
-	// copy is missing, or a field its origin owns differs on it.
+	// DriftRelatedMissing: a related object's copy is missing.
 	DriftRelatedMissing = "related-missing"
+	// DriftRelatedDiffers: a field a related object's origin owns differs
+	// on its copy; reported only, as DriftCopyDiffers.
 	DriftRelatedDiffers = "related-differs"
-	// DriftOrphanCopy: a local copy whose kcp object is gone (found by
-	// the patroller itself, not by Drift).
+	// DriftOrphanCopy: a local copy with state whose kcp object is gone
+	// (found by the patroller itself, not by Drift).
 	DriftOrphanCopy = "orphan-copy"
 )
+
+// Repairable reports whether a pass of the sync repairs drift of kind:
+// all but the fields changed on the service side, which the contract
+// keeps.
+func Repairable(kind string) bool {
+	return kind != DriftCopyDiffers && kind != DriftRelatedDiffers
+}
 
 // Drift compares the kcp object obj (read from ws's cache) with its local
 // copy, state, status and related objects, and returns the kinds of drift
@@ -63,7 +75,7 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	case err != nil:
 		return nil, err
 	case local == nil:
-		return []string{DriftMissingCopy}, nil
+		return s.missingCopy(ctx, ws, obj)
 	case local.GetDeletionTimestamp() != nil:
 		return nil, nil
 	}
@@ -81,7 +93,10 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	if last == nil {
 		drift = append(drift, DriftStateMissing)
 	}
-	if merge.Drifted(local.Object, s.withSyncMetadata(desired.Object, remote).Object) {
+	if len(missing(local.GetLabels(), p.Labels(s.AgentName))) > 0 || len(missing(local.GetAnnotations(), p.Annotations())) > 0 {
+		drift = append(drift, DriftCopyMetadata)
+	}
+	if merge.Drifted(local.Object, desired.Object) {
 		drift = append(drift, DriftCopyDiffers)
 	}
 	if s.StatusSubresource {
@@ -95,6 +110,25 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	}
 	kinds, err := s.relatedDrift(ctx, ws, obj, local)
 	return append(drift, kinds...), err
+}
+
+// missingCopy tells a missing copy from a name that an object the sync
+// did not make its copy holds (someone else's: the event path refuses it
+// with ObjectConflict, and no repair can change that).
+func (s *Syncer) missingCopy(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) ([]string, error) {
+	key, _, err := s.wouldBeCopy(ws, obj)
+	if err != nil {
+		return nil, err
+	}
+	existing := &unstructured.Unstructured{}
+	existing.SetGroupVersionKind(s.LocalGVK)
+	switch err := s.Service.Get(ctx, key, existing); {
+	case apierrors.IsNotFound(err):
+		return []string{DriftMissingCopy}, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to get the local object %s: %w", key, err)
+	}
+	return nil, nil
 }
 
 // relatedDrift returns the related drift kinds of a synced primary.

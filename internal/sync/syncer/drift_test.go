@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,44 +13,40 @@ import (
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
-// TestSyncer_driftAndRepair: what Drift finds after a change behind the
-// agent's back, whether the event path's pass repairs it, and that a
-// Repair pass always does (after which Drift finds nothing and a second
-// Repair pass writes nothing).
-func TestSyncer_driftAndRepair(t *testing.T) {
+// TestSyncer_drift: what Drift finds after a change behind the agent's
+// back, and whether a pass of the sync repairs it: every kind that
+// Repairable names, and none of the others (a field changed only on the
+// service side survives until it changes in kcp, contract §6.5).
+func TestSyncer_drift(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, e *relatedEnv)
 		want   []string
-		// eventPathRepairs: a pass without Repair repairs it too.
-		eventPathRepairs bool
-		// repaired, if set, checks the outcome of the Repair passes.
-		repaired func(t *testing.T, e *relatedEnv)
+		// conflict: the passes end in ErrConflict.
+		conflict bool
+		// after, if set, is the drift after a pass of the sync (default:
+		// the kinds of want that are not Repairable).
+		after []string
 	}{
-		{name: "nothing changed", change: func(*testing.T, *relatedEnv) {}, eventPathRepairs: true},
+		{name: "nothing changed", change: func(*testing.T, *relatedEnv) {}},
 		{name: "a kcp-owned field of the copy edited", want: []string{DriftCopyDiffers}, change: func(t *testing.T, e *relatedEnv) {
 			local := e.localCopy(t)
 			local.Object["spec"].(map[string]any)["color"] = "edited"
 			local.Object["spec"].(map[string]any)["serviceOnly"] = "x"
 			mustUpdate(t, e.service, local)
-		}, repaired: func(t *testing.T, e *relatedEnv) {
-			want := map[string]any{"color": "blue", "configName": "app-config", "serviceOnly": "x"}
-			if diff := cmp.Diff(want, e.localCopy(t).Object["spec"]); diff != "" {
-				t.Errorf("repaired spec (-want +got):\n%s", diff)
-			}
 		}},
 		{name: "a service-only field set on the copy", change: func(t *testing.T, e *relatedEnv) {
 			local := e.localCopy(t)
 			local.Object["spec"].(map[string]any)["serviceOnly"] = "x"
 			mustUpdate(t, e.service, local)
-		}, eventPathRepairs: true},
-		{name: "a sync label removed from the copy", want: []string{DriftCopyDiffers}, change: func(t *testing.T, e *relatedEnv) {
+		}},
+		{name: "a sync label removed from the copy", want: []string{DriftCopyMetadata}, change: func(t *testing.T, e *relatedEnv) {
 			local := e.localCopy(t)
 			labels := local.GetLabels()
 			delete(labels, "syncagent.kcp.io/agent-name")
 			local.SetLabels(labels)
 			mustUpdate(t, e.service, local)
-		}, eventPathRepairs: true},
+		}},
 		{name: "the state Secret deleted", want: []string{DriftStateMissing}, change: func(t *testing.T, e *relatedEnv) {
 			var secrets corev1.SecretList
 			if err := e.service.List(t.Context(), &secrets, ctrlruntimeclient.InNamespace("agent-ns")); err != nil {
@@ -62,29 +59,55 @@ func TestSyncer_driftAndRepair(t *testing.T) {
 					}
 				}
 			}
-		}, eventPathRepairs: true},
+		}},
 		{name: "the copy deleted", want: []string{DriftMissingCopy}, change: func(t *testing.T, e *relatedEnv) {
 			if err := e.service.Delete(t.Context(), e.localCopy(t)); err != nil {
 				t.Fatal(err)
 			}
-		}, eventPathRepairs: true},
+		}},
+		{name: "someone else's object in the copy's place", change: func(t *testing.T, e *relatedEnv) {
+			local := e.localCopy(t)
+			if err := e.service.Delete(t.Context(), local); err != nil {
+				t.Fatal(err)
+			}
+			theirs := typed(localGVK)
+			theirs.SetNamespace(local.GetNamespace())
+			theirs.SetName(local.GetName())
+			theirs.Object["spec"] = map[string]any{"color": "theirs"}
+			if err := e.service.Create(t.Context(), theirs); err != nil {
+				t.Fatal(err)
+			}
+		}, after: []string{DriftCopyDiffers}}, // adopted: its spec is kept (contract §6.4)
+		{name: "another agent's object in the copy's place", change: func(t *testing.T, e *relatedEnv) {
+			local := e.localCopy(t)
+			if err := e.service.Delete(t.Context(), local); err != nil {
+				t.Fatal(err)
+			}
+			theirs := typed(localGVK)
+			theirs.SetNamespace(local.GetNamespace())
+			theirs.SetName(local.GetName())
+			theirs.SetLabels(map[string]string{"syncagent.kcp.io/agent-name": "another"})
+			if err := e.service.Create(t.Context(), theirs); err != nil {
+				t.Fatal(err)
+			}
+		}, conflict: true}, // refused (ObjectConflict): no repair can change it
 		{name: "the copy's status changed", want: []string{DriftStatusBehind}, change: func(t *testing.T, e *relatedEnv) {
 			local := e.localCopy(t)
 			local.Object["status"] = map[string]any{"phase": "Ready"}
 			if err := e.service.Status().Update(t.Context(), local); err != nil {
 				t.Fatal(err)
 			}
-		}, eventPathRepairs: true},
+		}},
 		{name: "the finalizer removed in kcp", want: []string{DriftNotAccepted}, change: func(t *testing.T, e *relatedEnv) {
 			obj := e.getRemote(t, "default", "foo")
 			controllerutil.RemoveFinalizer(obj, finalizer)
 			mustUpdate(t, e.kcp, obj)
-		}, eventPathRepairs: true},
+		}},
 		{name: "a related copy deleted", want: []string{DriftRelatedMissing}, change: func(t *testing.T, e *relatedEnv) {
 			if err := e.service.Delete(t.Context(), mustGet(t, e.service, configMapGVK, cluster, "app-config")); err != nil {
 				t.Fatal(err)
 			}
-		}, eventPathRepairs: true},
+		}},
 		{name: "a related copy edited", want: []string{DriftRelatedDiffers}, change: func(t *testing.T, e *relatedEnv) {
 			cp := mustGet(t, e.service, configMapGVK, cluster, "app-config")
 			cp.Object["data"] = map[string]any{"key": "edited"}
@@ -107,21 +130,25 @@ func TestSyncer_driftAndRepair(t *testing.T) {
 				t.Fatalf("drift (-want +got):\n%s", diff)
 			}
 
-			e.mustConverge(t)
-			if got := e.drift(t) == nil; got != tc.eventPathRepairs {
-				t.Errorf("the event path's pass repairs it: %v, want %v (drift left: %v)", got, tc.eventPathRepairs, e.drift(t))
+			converge := func(t *testing.T, e *relatedEnv) {
+				t.Helper()
+				if _, err := e.converge(t, "default", "foo"); err != nil && !(tc.conflict && errors.Is(err, ErrConflict)) {
+					t.Fatal(err)
+				}
 			}
-
-			e = newSynced(t)
-			e.syncer.Repair = true
-			e.mustConverge(t)
-			if d := e.drift(t); d != nil {
-				t.Errorf("drift after a Repair pass: %v", d)
+			converge(t, e)
+			left := tc.after
+			for _, k := range tc.want {
+				if !Repairable(k) {
+					left = append(left, k)
+				}
 			}
-			if tc.repaired != nil {
-				tc.repaired(t, e)
+			if diff := cmp.Diff(left, e.drift(t)); diff != "" {
+				t.Errorf("drift after a pass of the sync (-want the kinds that are not Repairable +got):\n%s", diff)
 			}
-			e.assertSteady(t)
+			if !tc.conflict {
+				e.assertSteady(t)
+			}
 		})
 	}
 }

@@ -298,9 +298,6 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		res.Writes++
 		s.Event(s.kcpSide(e, origin, dest), corev1.EventTypeNormal, ReasonObjectPlaced, "The related object was placed.")
 	case last != nil:
-		if s.Repair && merge.Drifted(dest.Object, desired.Object) {
-			last = map[string]any{} // as for the primary: every owned field again
-		}
 		patch, err := merge.ThreeWay(last, desired.Object)
 		if err != nil {
 			return res, err

@@ -89,12 +89,6 @@ type Syncer struct {
 	// RelatedService reads related objects on the service cluster (from a
 	// cache that is not restricted to the agent's namespace) and writes them.
 	RelatedService ctrlruntimeclient.Client
-
-	// Repair makes a pass write again every field the kcp side owns that
-	// differs on a copy, even though the stored state says it was written
-	// (the event path's three-way merge only writes what changed in kcp).
-	// The patroller sets it for objects it found drifted (see Drift).
-	Repair bool
 }
 
 // Workspace is the consumer workspace of a kcp object.
@@ -446,11 +440,6 @@ func (s *Syncer) updateSpec(ctx context.Context, obj, local *unstructured.Unstru
 		return Result{}, err
 	}
 
-	if last != nil && s.Repair && merge.Drifted(local.Object, s.withSyncMetadata(desired.Object, p.Remote).Object) {
-		// Taken as empty, the state makes the patch write every owned
-		// field again.
-		last = map[string]any{}
-	}
 	res := Result{}
 	if last != nil {
 		// Inject the sync metadata that is missing or wrong on the copy, so
