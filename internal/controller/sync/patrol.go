@@ -343,7 +343,7 @@ type orphanChecks struct {
 	// gone reports whether the kcp object of req is confirmed gone.
 	gone func(ctx context.Context, ws Workspace, req mcreconcile.Request) (bool, error)
 	// copyGone reports whether that local copy (its UID) is gone.
-	copyGone func(ctx context.Context, cp *unstructured.Unstructured) (bool, error)
+	copyGone  func(ctx context.Context, cp *unstructured.Unstructured) (bool, error)
 	remoteGVK schema.GroupVersionKind
 }
 

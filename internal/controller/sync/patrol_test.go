@@ -122,7 +122,9 @@ func TestFindOrphans(t *testing.T) {
 		t.Errorf("kcp reads (-want +got):\n%s", diff)
 	}
 
-	checks.gone = func(context.Context, Workspace, mcreconcile.Request) (bool, error) { return false, errors.New("kcp unreachable") }
+	checks.gone = func(context.Context, Workspace, mcreconcile.Request) (bool, error) {
+		return false, errors.New("kcp unreachable")
+	}
 	if _, err := findOrphans(t.Context(), rate.NewLimiter(rate.Inf, 1), copies, checks); err == nil {
 		t.Error("an unreadable kcp decided nothing but reported no error")
 	}
