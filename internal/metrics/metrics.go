@@ -3,9 +3,14 @@
 package metrics
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/version"
 )
 
 // PublishedResources is the number of PublishedResources selected by this
@@ -70,4 +75,177 @@ var (
 
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(PatrolRuns, PatrolDriftFound, PatrolRepaired, PatrolDuration)
+}
+
+// BuildInfo is 1, labelled with the agent's version.
+var BuildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "sync_agent_build_info",
+	Help: "Always 1; the version label is the agent's version.",
+}, []string{"version"})
+
+// The sync controllers' operations, errors and latencies.
+var (
+	SyncOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_sync_operations_total",
+		Help: "API writes of the sync per PublishedResource, by operation (create, update, delete: local copies; status, metadata: kcp objects; related; state; namespace) and result (success, conflict, error).",
+	}, []string{"published_resource", "operation", "result"})
+	SyncErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_sync_errors_total",
+		Help: "Sync passes that failed per PublishedResource, by reason (ObjectConflict, NamespaceNotAllowed, Mutation, or the API status reason such as Forbidden; Unknown otherwise).",
+	}, []string{"published_resource", "reason"})
+	SyncLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sync_agent_sync_latency_seconds",
+		Help:    "From an event entering the sync's queue to the end of the pass that wrote its effect, per PublishedResource and direction (down: a local copy written; up: a status written to kcp).",
+		Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	}, []string{"published_resource", "direction"})
+)
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(BuildInfo, SyncOperations, SyncErrors, SyncLatency, controllers)
+	BuildInfo.WithLabelValues(version.Version).Set(1)
+}
+
+// ControllerGauges are read from a running sync controller when the
+// metrics are scraped.
+type ControllerGauges struct {
+	// Copies counts the local copies (this agent's) of the controller's type.
+	Copies func() float64
+	// Waiting counts the objects waiting for someone else (a copy held by
+	// foreign finalizers).
+	Waiting func() float64
+	// QueueDepth and OldestAge: the requests in the queue, and how long
+	// the oldest event there has waited (seconds; 0 if none).
+	QueueDepth func() float64
+	OldestAge  func() float64
+}
+
+var (
+	descCopies = prometheus.NewDesc("sync_agent_objects_synced",
+		"Local copies of the PublishedResource's kcp objects (this agent's).", []string{"published_resource"}, nil)
+	descWaiting = prometheus.NewDesc("sync_agent_objects_waiting",
+		"Objects whose sync waits for someone else (a local copy being deleted and held by foreign finalizers).", []string{"published_resource"}, nil)
+	descDepth = prometheus.NewDesc("sync_agent_queue_depth",
+		"Requests in the PublishedResource's sync queue.", []string{"published_resource"}, nil)
+	descOldest = prometheus.NewDesc("sync_agent_queue_oldest_item_age_seconds",
+		"How long the oldest event in the PublishedResource's sync queue has waited (0: none).", []string{"published_resource"}, nil)
+)
+
+// controllerCollector reports the ControllerGauges of the running sync
+// controllers.
+type controllerCollector struct {
+	mu   sync.Mutex
+	next int
+	// byPR holds the registrations of each PublishedResource in order; a
+	// controller being replaced and its successor can overlap, the last
+	// one is reported.
+	byPR map[string][]registration
+}
+
+type registration struct {
+	id int
+	g  ControllerGauges
+}
+
+var controllers = &controllerCollector{byPR: map[string][]registration{}}
+
+// RegisterController reports g under the PublishedResource's name until
+// the returned function is called.
+func RegisterController(pr string, g ControllerGauges) (unregister func()) {
+	c := controllers
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.next++
+	id := c.next
+	c.byPR[pr] = append(c.byPR[pr], registration{id, g})
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.byPR[pr] = slices.DeleteFunc(c.byPR[pr], func(r registration) bool { return r.id == id })
+		if len(c.byPR[pr]) == 0 {
+			delete(c.byPR, pr)
+		}
+	}
+}
+
+func (c *controllerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descCopies
+	ch <- descWaiting
+	ch <- descDepth
+	ch <- descOldest
+}
+
+func (c *controllerCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	current := map[string]ControllerGauges{}
+	for pr, regs := range c.byPR {
+		current[pr] = regs[len(regs)-1].g
+	}
+	c.mu.Unlock()
+	// Read outside the lock: the functions take the controllers' own.
+	for pr, g := range current {
+		for desc, f := range map[*prometheus.Desc]func() float64{descCopies: g.Copies, descWaiting: g.Waiting, descDepth: g.QueueDepth, descOldest: g.OldestAge} {
+			if f != nil {
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, f(), pr)
+			}
+		}
+	}
+}
+
+// FleetStats is what the sync's fleet reports at scrape time.
+type FleetStats struct {
+	// Controllers counts the sync controllers by state: running (workers
+	// run), starting, failed (waiting to retry), disabled (running for
+	// deletions only).
+	Controllers map[string]int
+	// Workspaces engaged, and endpoints (shards) connected.
+	Workspaces, Endpoints int
+}
+
+var (
+	descControllers = prometheus.NewDesc("sync_agent_sync_controllers_by_state",
+		"Sync controllers by state: running, starting, failed (retried with backoff), disabled (synchronization off; deletions only).", []string{"state"}, nil)
+	descWorkspaces = prometheus.NewDesc("sync_agent_workspaces_engaged",
+		"Consumer workspaces the sync is engaged with.", nil, nil)
+	descEndpoints = prometheus.NewDesc("sync_agent_endpoints_connected",
+		"Endpoints (virtual workspace URLs, one per shard) of the APIExportEndpointSlice the agent is connected to.", nil, nil)
+)
+
+// fleetCollector reports the FleetStats of the source set by SetFleet.
+type fleetCollector struct {
+	mu     sync.Mutex
+	source func() FleetStats
+}
+
+var fleet = &fleetCollector{}
+
+// SetFleet makes the fleet metrics come from source (nil: none).
+func SetFleet(source func() FleetStats) {
+	fleet.mu.Lock()
+	defer fleet.mu.Unlock()
+	fleet.source = source
+}
+
+func (f *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descControllers
+	ch <- descWorkspaces
+	ch <- descEndpoints
+}
+
+func (f *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	f.mu.Lock()
+	source := f.source
+	f.mu.Unlock()
+	if source == nil {
+		return
+	}
+	s := source()
+	for _, state := range []string{"running", "starting", "failed", "disabled"} {
+		ch <- prometheus.MustNewConstMetric(descControllers, prometheus.GaugeValue, float64(s.Controllers[state]), state)
+	}
+	ch <- prometheus.MustNewConstMetric(descWorkspaces, prometheus.GaugeValue, float64(s.Workspaces))
+	ch <- prometheus.MustNewConstMetric(descEndpoints, prometheus.GaugeValue, float64(s.Endpoints))
+}
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(fleet)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -30,7 +31,9 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
@@ -228,6 +231,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		close(c.synced)
 	}()
+	defer metrics.RegisterController(c.opts.PublishedResource.Name, c.gauges())()
 	// The patroller ends with the controller, however Start returns.
 	patrolCtx, stopPatrol := context.WithCancel(ctx)
 	patrolDone := make(chan struct{})
@@ -371,6 +375,13 @@ func New(opts Options) (*Controller, error) {
 		MaxConcurrentReconciles: opts.Workers,
 		// Every PublishedResource has its own controller with the shared name.
 		SkipNameValidation: ptr(true),
+		NewQueue: func(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+			q := newTimedQueue(workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name}), time.Now)
+			r.streakMu.Lock()
+			r.queue = q
+			r.streakMu.Unlock()
+			return q
+		},
 		LogConstructor: func(req *mcreconcile.Request) logr.Logger {
 			l := log
 			if req != nil {
@@ -422,6 +433,9 @@ type reconciler struct {
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
 
+	// queue is the controller's (set when it starts).
+	queue *timedQueue
+
 	// waits and conflicts count the consecutive waiting passes and lost
 	// optimistic-lock races of each object.
 	streakMu  sync.Mutex
@@ -468,11 +482,17 @@ func waitBackoff(n int) time.Duration {
 // down or loses the lead) is no failure of the object: no error, no Event;
 // the next controller starts from a full list.
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	res, err := r.reconcile(ctx, req)
+	var observed time.Time
+	if r.queue != nil {
+		observed, _ = r.queue.observed(req)
+	}
+	res, err := r.reconcile(ctx, req, observed)
 	return lifecycle.Result(ctx, res, err)
 }
 
-func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+// reconcile runs one pass; observed is when the event it handles entered
+// the queue (zero for a requeue).
+func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, observed time.Time) (reconcile.Result, error) {
 	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok {
@@ -535,7 +555,9 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
 		recorder.Event(o, eventType, reason, message)
 	}
+	ops := r.count(&s, &ws)
 	res, err := s.Process(ctx, ws, obj)
+	r.record(ops, observed)
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}
@@ -548,6 +570,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	r.streak(r.conflicts, req, false)
 	if err != nil {
+		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
 		switch {
 		case errors.Is(err, syncer.ErrConflict):
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
@@ -650,4 +673,95 @@ func workspacePath(ctx context.Context, c ctrlruntimeclient.Reader) (string, err
 		return "", fmt.Errorf("failed to read the LogicalCluster: %w", err)
 	}
 	return lc.Annotations[core.LogicalClusterPathAnnotationKey], nil
+}
+
+// count makes the writes of a pass (through s and ws) recorded.
+func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace) *passOps {
+	ops := &passOps{}
+	service := side{localGVK: r.syncer.LocalGVK, namespace: r.syncer.State.Namespace}
+	s.Service = ops.counted(s.Service, service)
+	s.RelatedService = ops.counted(s.RelatedService, service)
+	st := *s.State
+	st.Client = ops.counted(st.Client, service)
+	s.State = &st
+	ws.Client = ops.counted(ws.Client, side{kcp: true, remoteGVK: r.remoteGVK})
+	return ops
+}
+
+// record counts a pass's writes and, for a pass that handled an event
+// (observed is set) and wrote its effect, its latency.
+func (r *reconciler) record(ops *passOps, observed time.Time) {
+	ops.mu.Lock()
+	for _, o := range ops.ops {
+		metrics.SyncOperations.WithLabelValues(r.pr.Name, o.op, o.result).Inc()
+	}
+	ops.mu.Unlock()
+	if observed.IsZero() {
+		return
+	}
+	if ops.wrote(opCreate, opUpdate, opDelete) {
+		metrics.SyncLatency.WithLabelValues(r.pr.Name, "down").Observe(time.Since(observed).Seconds())
+	}
+	if ops.wrote(opStatus) {
+		metrics.SyncLatency.WithLabelValues(r.pr.Name, "up").Observe(time.Since(observed).Seconds())
+	}
+}
+
+// errorReason is the reason label of sync_agent_sync_errors_total.
+func errorReason(err error) string {
+	var notAllowed *related.NamespaceNotAllowedError
+	switch reason := apierrors.ReasonForError(err); {
+	case errors.Is(err, syncer.ErrConflict):
+		return syncer.ReasonObjectConflict
+	case errors.As(err, &notAllowed):
+		return "NamespaceNotAllowed"
+	case errors.Is(err, related.ErrEmptySelector):
+		return "EmptySelector"
+	case reason != metav1.StatusReasonUnknown:
+		return string(reason)
+	case strings.Contains(err.Error(), "mutation:"):
+		return "Mutation"
+	}
+	return "Unknown"
+}
+
+// gaugeReadTimeout bounds the read of the copies cache for a scrape.
+const gaugeReadTimeout = time.Second
+
+// gauges are the controller's gauges for the metrics (read at scrape).
+func (c *Controller) gauges() metrics.ControllerGauges {
+	queue := func() *timedQueue {
+		c.r.streakMu.Lock()
+		defer c.r.streakMu.Unlock()
+		return c.r.queue
+	}
+	return metrics.ControllerGauges{
+		Copies: func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), gaugeReadTimeout)
+			defer cancel()
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(c.opts.LocalGVK.GroupVersion().WithKind(c.opts.LocalGVK.Kind + "List"))
+			if err := c.opts.LocalCache.List(ctx, list, ctrlruntimeclient.MatchingLabels{keys.AgentName: c.opts.AgentName}, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
+				return 0
+			}
+			return float64(len(list.Items))
+		},
+		Waiting: func() float64 {
+			c.r.streakMu.Lock()
+			defer c.r.streakMu.Unlock()
+			return float64(len(c.r.waits))
+		},
+		QueueDepth: func() float64 {
+			if q := queue(); q != nil {
+				return float64(q.Len())
+			}
+			return 0
+		},
+		OldestAge: func() float64 {
+			if q := queue(); q != nil {
+				return q.oldestAge()
+			}
+			return 0
+		},
+	}
 }

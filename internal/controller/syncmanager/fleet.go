@@ -165,6 +165,8 @@ func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config) *fleet
 func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
 	close(f.started)
+	metrics.SetFleet(f.stats)
+	defer metrics.SetFleet(nil)
 	<-ctx.Done()
 	f.mu.Lock()
 	f.stopping = true
@@ -546,6 +548,28 @@ func (f *fleet) syncedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
 		}
 	}
 	return schema.GroupVersionKind{}, false
+}
+
+// stats are the fleet's metrics (see metrics.FleetStats).
+func (f *fleet) stats() metrics.FleetStats {
+	f.provMu.RLock()
+	endpoints := len(f.providers)
+	f.provMu.RUnlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := metrics.FleetStats{Controllers: map[string]int{}, Workspaces: len(f.clusters), Endpoints: endpoints}
+	for _, r := range f.controllers {
+		switch {
+		case r.key.deletionOnly:
+			s.Controllers["disabled"]++
+		case r.synced:
+			s.Controllers["running"]++
+		default:
+			s.Controllers["starting"]++
+		}
+	}
+	s.Controllers["failed"] = len(f.failures)
+	return s
 }
 
 func (f *fleet) count() int {

@@ -1,0 +1,211 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/workqueue"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+)
+
+// timedQueue is the controller's queue; it remembers when each request
+// was first added (by an event: Add) since a worker last took it, for the
+// queue's oldest-age gauge and the sync latency. Requeues after a delay or
+// an error are not events and are not timed.
+type timedQueue struct {
+	workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	now func() time.Time
+
+	mu sync.Mutex
+	// added: waiting in the queue; taken: handed to a worker, until its
+	// pass reads it (observed).
+	added, taken map[mcreconcile.Request]time.Time
+}
+
+func newTimedQueue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], now func() time.Time) *timedQueue {
+	return &timedQueue{TypedRateLimitingInterface: q, now: now, added: map[mcreconcile.Request]time.Time{}, taken: map[mcreconcile.Request]time.Time{}}
+}
+
+func (q *timedQueue) Add(item mcreconcile.Request) {
+	q.mu.Lock()
+	if _, ok := q.added[item]; !ok {
+		q.added[item] = q.now()
+	}
+	q.mu.Unlock()
+	q.TypedRateLimitingInterface.Add(item)
+}
+
+func (q *timedQueue) Get() (mcreconcile.Request, bool) {
+	item, shutdown := q.TypedRateLimitingInterface.Get()
+	q.mu.Lock()
+	if t, ok := q.added[item]; ok {
+		delete(q.added, item)
+		q.taken[item] = t
+	}
+	q.mu.Unlock()
+	return item, shutdown
+}
+
+// observed returns (and forgets) when the event that a worker's pass of
+// item handles entered the queue; false for a requeue.
+func (q *timedQueue) observed(item mcreconcile.Request) (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t, ok := q.taken[item]
+	delete(q.taken, item)
+	return t, ok
+}
+
+// oldestAge is how long the oldest timed request has waited, in seconds.
+func (q *timedQueue) oldestAge() float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var oldest time.Time
+	for _, t := range q.added {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	if oldest.IsZero() {
+		return 0
+	}
+	return q.now().Sub(oldest).Seconds()
+}
+
+// Operations of the sync, as sync_agent_sync_operations_total names them.
+const (
+	opCreate    = "create"
+	opUpdate    = "update"
+	opDelete    = "delete"
+	opStatus    = "status"
+	opMetadata  = "metadata"
+	opRelated   = "related"
+	opState     = "state"
+	opNamespace = "namespace"
+)
+
+// passOps records the writes of one pass: operation and result.
+type passOps struct {
+	mu  sync.Mutex
+	ops []passOp
+}
+
+type passOp struct{ op, result string }
+
+func (p *passOps) add(op string, err error) {
+	result := "success"
+	switch {
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	p.mu.Lock()
+	p.ops = append(p.ops, passOp{op, result})
+	p.mu.Unlock()
+}
+
+// wrote reports whether the pass wrote one of ops successfully.
+func (p *passOps) wrote(ops ...string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.ContainsFunc(p.ops, func(o passOp) bool { return o.result == "success" && slices.Contains(ops, o.op) })
+}
+
+// side tells the counting client which cluster it writes to, and the
+// types that name an operation there.
+type side struct {
+	kcp       bool
+	localGVK  schema.GroupVersionKind
+	remoteGVK schema.GroupVersionKind
+	namespace string // the agent's namespace (state Secrets)
+}
+
+// counted returns c with every write recorded in ops.
+func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.Client {
+	if c == nil {
+		return nil
+	}
+	classify := func(obj ctrlruntimeclient.Object, verb string) string {
+		gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+		switch {
+		case s.kcp && gvk == s.remoteGVK:
+			return opMetadata
+		case !s.kcp && gvk == s.localGVK:
+			return verb
+		case !s.kcp && gvk.Group == "" && gvk.Kind == "Namespace":
+			return opNamespace
+		case !s.kcp && gvk.Group == "" && gvk.Kind == "Secret" && obj.GetNamespace() == s.namespace && obj.GetLabels()[keys.ObjectState] == "true":
+			return opState
+		case !s.kcp && gvk.Group == "" && gvk.Kind == "Secret" && obj.GetNamespace() == s.namespace && obj.GetLabels()[keys.ObjectState] == "" && verb == opDelete:
+			return opState // deleted by name: only state Secrets are deleted in the agent's namespace
+		}
+		return opRelated
+	}
+	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
+		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			p.add(classify(obj, opCreate), err)
+			return err
+		},
+		Update: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.UpdateOption) error {
+			err := c.Update(ctx, obj, opts...)
+			p.add(classify(obj, opUpdate), err)
+			return err
+		},
+		Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+			err := c.Patch(ctx, obj, patch, opts...)
+			p.add(classify(obj, opUpdate), err)
+			return err
+		},
+		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			err := c.Delete(ctx, obj, opts...)
+			if !apierrors.IsNotFound(err) {
+				p.add(classify(obj, opDelete), err)
+			}
+			return err
+		},
+		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
+			err := c.SubResource(sub).Update(ctx, obj, opts...)
+			op := opRelated
+			if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
+				op = opStatus
+			}
+			p.add(op, err)
+			return err
+		},
+		SubResourcePatch: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.SubResourcePatchOption) error {
+			err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			op := opRelated
+			if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
+				op = opStatus
+			}
+			p.add(op, err)
+			return err
+		},
+	})
+}
+
+var errNoWatch = errors.New("this client does not watch")
+
+// withWatch lets a client without Watch be intercepted (the interceptor
+// needs a WithWatch; the sync never watches through these clients).
+type withWatch struct{ ctrlruntimeclient.Client }
+
+func (w withWatch) Watch(ctx context.Context, list ctrlruntimeclient.ObjectList, opts ...ctrlruntimeclient.ListOption) (watch.Interface, error) {
+	if ww, ok := w.Client.(ctrlruntimeclient.WithWatch); ok {
+		return ww.Watch(ctx, list, opts...)
+	}
+	return nil, errNoWatch
+}

@@ -1,0 +1,159 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
+)
+
+// TestTimedQueue: an event's time is its first Add since a worker took
+// it; a requeue after a delay is not timed; the time is read once.
+func TestTimedQueue(t *testing.T) {
+	now := time.Unix(1000, 0)
+	q := newTimedQueue(workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request]()), func() time.Time { return now })
+	defer q.ShutDown()
+	a := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "a"}}}
+	b := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "b"}}}
+
+	if age := q.oldestAge(); age != 0 {
+		t.Errorf("empty queue: oldest age %v", age)
+	}
+	q.Add(a)
+	now = now.Add(3 * time.Second)
+	q.Add(a) // de-duplicated: the first time counts
+	q.Add(b)
+	now = now.Add(2 * time.Second)
+	if age := q.oldestAge(); age != 5 {
+		t.Errorf("oldest age = %v, want 5", age)
+	}
+	item, _ := q.Get()
+	if item != a {
+		t.Fatalf("got %v first", item)
+	}
+	if got, ok := q.observed(a); !ok || !got.Equal(time.Unix(1000, 0)) {
+		t.Errorf("observed(a) = %v, %v; want its first Add", got, ok)
+	}
+	if _, ok := q.observed(a); ok {
+		t.Error("observed twice")
+	}
+	if age := q.oldestAge(); age != 2 {
+		t.Errorf("oldest age after a was taken = %v, want b's 2", age)
+	}
+	q.Done(a)
+	q.AddAfter(a, time.Millisecond)
+	item, _ = q.Get() // b
+	q.Done(item)
+	item, _ = q.Get() // a, requeued
+	if _, ok := q.observed(item); item != a || ok {
+		t.Errorf("a requeue was timed (%v, %v)", item, ok)
+	}
+}
+
+// TestPassOpsClassifies: each write of a pass is named by what it wrote.
+func TestPassOpsClassifies(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	localGVK := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+	remoteGVK := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	conflict := false
+	base := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(remoteGVK)).
+		WithInterceptorFuncs(interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			if conflict {
+				return apierrors.NewAlreadyExists(schema.GroupResource{}, obj.GetName())
+			}
+			return c.Create(ctx, obj, opts...)
+		}}).Build()
+	ops := &passOps{}
+	service := ops.counted(base, side{localGVK: localGVK, namespace: "agent"})
+	kcp := ops.counted(base, side{kcp: true, remoteGVK: remoteGVK})
+	ctx := t.Context()
+	obj := func(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+		u := typed(gvk)
+		u.SetNamespace(ns)
+		u.SetName(name)
+		return u
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	copy := obj(localGVK, "ws", "copy")
+	must(service.Create(ctx, copy))
+	must(service.Patch(ctx, copy, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"a":1}}`))))
+	must(service.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}))
+	stateSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Name: "obj-state-x", Labels: map[string]string{"syncagent.kcp.io/object-state": "true"}}}
+	must(service.Create(ctx, stateSecret))
+	must(service.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Name: "obj-state-x"}}))
+	must(service.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ws", Name: "token"}}))
+	must(service.Delete(ctx, copy))
+	if err := service.Delete(ctx, copy); !apierrors.IsNotFound(err) {
+		t.Fatalf("second delete: %v", err)
+	}
+	primary := obj(remoteGVK, "default", "foo")
+	must(base.Create(ctx, primary))
+	must(kcp.Patch(ctx, primary, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["x"]}}`))))
+	must(kcp.Status().Update(ctx, primary))
+	must(kcp.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}))
+	conflict = true
+	if err := service.Create(ctx, obj(localGVK, "ws", "taken")); err == nil {
+		t.Fatal("the create did not conflict")
+	}
+
+	var got []string
+	for _, o := range ops.ops {
+		got = append(got, fmt.Sprintf("%s/%s", o.op, o.result))
+	}
+	want := []string{
+		"create/success", "update/success", "namespace/success", "state/success", "state/success", "related/success",
+		"delete/success", "metadata/success", "status/success", "related/success", "create/conflict",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("operations (-want +got):\n%s", diff)
+	}
+	if !ops.wrote(opStatus) || !ops.wrote(opCreate) || ops.wrote("nothing") {
+		t.Error("wrote() is wrong")
+	}
+}
+
+func TestErrorReason(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("x: %w", syncer.ErrConflict), "ObjectConflict"},
+		{fmt.Errorf("x: %w", &related.NamespaceNotAllowedError{Namespace: "vault"}), "NamespaceNotAllowed"},
+		{fmt.Errorf("x: %w", related.ErrEmptySelector), "EmptySelector"},
+		{fmt.Errorf("failed: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "things"}, "a", errors.New("no"))), "Forbidden"},
+		{errors.New("spec mutation: bad path"), "Mutation"},
+		{errors.New("something"), "Unknown"},
+	} {
+		if got := errorReason(tc.err); got != tc.want {
+			t.Errorf("errorReason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
