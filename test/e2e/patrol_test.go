@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,37 +131,56 @@ type patrolSnapshot struct {
 	found, repaired map[string]float64
 }
 
-var patrolSample = regexp.MustCompile(`(?m)^sync_agent_patrol_(runs|drift_found|repaired)_total\{([^}]*)\} (\S+)$`)
-var kindLabel = regexp.MustCompile(`kind="([^"]*)"`)
-
 // patrolMetrics reads the things PublishedResource's patrol metrics.
 func patrolMetrics(t *testing.T, a *framework.Agent) patrolSnapshot {
 	t.Helper()
 	s := patrolSnapshot{found: map[string]float64{}, repaired: map[string]float64{}}
-	_, body, err := framework.Get(t.Context(), "http://"+a.MetricsAddress+"/metrics")
-	if err != nil {
-		return s
-	}
-	for _, m := range patrolSample.FindAllStringSubmatch(body, -1) {
-		if !regexp.MustCompile(`published_resource="things"`).MatchString(m[2]) {
-			continue
-		}
-		v, err := strconv.ParseFloat(m[3], 64)
-		if err != nil {
-			t.Fatal(fmt.Errorf("metric value %q: %w", m[3], err))
-		}
-		kind := ""
-		if k := kindLabel.FindStringSubmatch(m[2]); k != nil {
-			kind = k[1]
-		}
-		switch m[1] {
-		case "runs":
-			s.runs = v
-		case "drift_found":
+	body := scrape(t, a)
+	s.runs = sumSamples(body, "sync_agent_patrol_runs_total", `published_resource="things"`)
+	for _, kind := range []string{"not-accepted", "missing-copy", "copy-metadata", "copy-differs", "state-missing", "status-behind", "related-missing", "related-differs", "orphan-copy"} {
+		if v := sumSamples(body, "sync_agent_patrol_drift_found_total", `published_resource="things"`, fmt.Sprintf("kind=%q", kind)); v > 0 {
 			s.found[kind] = v
-		case "repaired":
+		}
+		if v := sumSamples(body, "sync_agent_patrol_repaired_total", `published_resource="things"`, fmt.Sprintf("kind=%q", kind)); v > 0 {
 			s.repaired[kind] = v
 		}
 	}
 	return s
+}
+
+// scrape returns the agent's metrics ("" if they cannot be read).
+func scrape(t *testing.T, a *framework.Agent) string {
+	t.Helper()
+	_, body, err := framework.Get(t.Context(), "http://"+a.MetricsAddress+"/metrics")
+	if err != nil {
+		return ""
+	}
+	return body
+}
+
+var sampleLine = regexp.MustCompile(`(?m)^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (\S+)$`)
+
+// sumSamples adds the samples of the metric name whose labels contain
+// every one of labels (`key="value"`).
+func sumSamples(body, name string, labels ...string) float64 {
+	sum := 0.0
+	for _, m := range sampleLine.FindAllStringSubmatch(body, -1) {
+		if m[1] != name {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			if !strings.Contains(m[2], l) {
+				all = false
+				break
+			}
+		}
+		if !all {
+			continue
+		}
+		if v, err := strconv.ParseFloat(m[3], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
 }

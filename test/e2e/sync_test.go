@@ -139,6 +139,34 @@ func TestSyncRoundTrip(t *testing.T) {
 		return ctrlruntimeclient.IgnoreNotFound(err) == nil && err != nil, nil
 	})
 	agent.NoErrors(t)
+
+	// What the metrics say of the round trip (docs/metrics.md).
+	body := scrape(t, agent)
+	pr := `published_resource="things"`
+	for _, tc := range []struct {
+		what     string
+		got      float64
+		min, max float64
+	}{
+		{"local copies created", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="create"`, `result="success"`), 1, 1},
+		{"local copies updated", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="update"`, `result="success"`), 1, 100},
+		{"statuses written to kcp", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="status"`, `result="success"`), 1, 100},
+		{"local copies deleted", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="delete"`, `result="success"`), 1, 1},
+		{"finalizer writes in kcp", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="metadata"`, `result="success"`), 2, 100},
+		{"state writes", sumSamples(body, "sync_agent_sync_operations_total", pr, `operation="state"`, `result="success"`), 2, 100},
+		{"failed writes", sumSamples(body, "sync_agent_sync_operations_total", pr, `result="error"`), 0, 0},
+		{"failed passes", sumSamples(body, "sync_agent_sync_errors_total", pr), 0, 0},
+		{"timed passes down", sumSamples(body, "sync_agent_sync_latency_seconds_count", pr, `direction="down"`), 2, 100},
+		{"timed passes up", sumSamples(body, "sync_agent_sync_latency_seconds_count", pr, `direction="up"`), 1, 100},
+		{"local copies now", sumSamples(body, "sync_agent_objects_synced", pr), 0, 0},
+		{"workspaces engaged", sumSamples(body, "sync_agent_workspaces_engaged"), 1, 1},
+		{"running controllers", sumSamples(body, "sync_agent_sync_controllers_by_state", `state="running"`), 1, 1},
+		{"build info", sumSamples(body, "sync_agent_build_info"), 1, 1},
+	} {
+		if tc.got < tc.min || tc.got > tc.max {
+			t.Errorf("metrics: %s = %v, want %v to %v", tc.what, tc.got, tc.min, tc.max)
+		}
+	}
 }
 
 // TestDemoScenario: what `make demo` sets up (the consumer bound before the
