@@ -14,6 +14,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -32,7 +34,9 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/version"
@@ -252,6 +256,9 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		log.Info("Controller enabled", "controller", c.Name)
 	}
 
+	metrics.SetReadiness(publishedResourcesReady(mgr.GetClient(), o.PublishedResourceSelector))
+	defer metrics.SetReadiness(nil)
+
 	mgrErrs := make(chan error, 1)
 	go func() {
 		err := mgr.Start(ctx)
@@ -280,5 +287,26 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		}
 		cancel()
 		return errors.Join(fmt.Errorf("health server failed: %w", err), <-mgrErrs)
+	}
+}
+
+// readinessReadTimeout bounds the cache read of a metrics scrape.
+const readinessReadTimeout = time.Second
+
+// publishedResourcesReady reads, from the cache, whether each selected
+// PublishedResource is Ready (sync_agent_published_resource_ready).
+func publishedResourcesReady(c ctrlruntimeclient.Reader, selector labels.Selector) func() map[string]bool {
+	return func() map[string]bool {
+		ctx, cancel := context.WithTimeout(context.Background(), readinessReadTimeout)
+		defer cancel()
+		prs, err := selection.List(ctx, c, selector)
+		if err != nil {
+			return nil
+		}
+		out := make(map[string]bool, len(prs))
+		for i := range prs {
+			out[prs[i].Name] = meta.IsStatusConditionTrue(prs[i].Status.Conditions, syncagentv1alpha1.ConditionReady)
+		}
+		return out
 	}
 }

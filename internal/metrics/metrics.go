@@ -249,3 +249,46 @@ func (f *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(fleet)
 }
+
+var descReady = prometheus.NewDesc("sync_agent_published_resource_ready",
+	"1 when the PublishedResource's Ready condition is True, else 0 (every selected PublishedResource; every replica reports it).", []string{"published_resource"}, nil)
+
+// readinessCollector reports the readiness of the selected
+// PublishedResources, read at scrape time from the source set by
+// SetReadiness.
+type readinessCollector struct {
+	mu     sync.Mutex
+	source func() map[string]bool
+}
+
+var readiness = &readinessCollector{}
+
+// SetReadiness makes sync_agent_published_resource_ready come from source
+// (nil: none).
+func SetReadiness(source func() map[string]bool) {
+	readiness.mu.Lock()
+	defer readiness.mu.Unlock()
+	readiness.source = source
+}
+
+func (r *readinessCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descReady }
+
+func (r *readinessCollector) Collect(ch chan<- prometheus.Metric) {
+	r.mu.Lock()
+	source := r.source
+	r.mu.Unlock()
+	if source == nil {
+		return
+	}
+	for name, ready := range source() {
+		v := 0.0
+		if ready {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, v, name)
+	}
+}
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(readiness)
+}

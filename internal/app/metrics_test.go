@@ -1,0 +1,36 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+func TestPublishedResourcesReady(t *testing.T) {
+	pr := func(name string, selected bool, ready metav1.ConditionStatus) *syncagentv1alpha1.PublishedResource {
+		p := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if selected {
+			p.Labels = map[string]string{"team": "a"}
+		}
+		if ready != "" {
+			p.Status.Conditions = []metav1.Condition{{Type: syncagentv1alpha1.ConditionReady, Status: ready, Reason: "X", LastTransitionTime: metav1.Now()}}
+		}
+		return p
+	}
+	c := fake.NewClientBuilder().WithScheme(NewServiceScheme()).WithObjects(
+		pr("ready", true, metav1.ConditionTrue),
+		pr("failing", true, metav1.ConditionFalse),
+		pr("new", true, ""),
+		pr("other-agent", false, metav1.ConditionTrue),
+	).Build()
+	got := publishedResourcesReady(c, labels.SelectorFromSet(labels.Set{"team": "a"}))()
+	if diff := cmp.Diff(map[string]bool{"ready": true, "failing": false, "new": false}, got); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+}
