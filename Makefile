@@ -51,8 +51,9 @@ TESTBED_ENV = \
 test: verify test-unit fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, fuzzing (briefly), e2e tests and the short soak.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (with the race detector).
+test-unit: ## Unit tests (with the race detector), and the check of the PromQL the chart and docs ship (hack/promql).
 	go test -race -count=1 $(UNIT_PKGS)
+	go -C hack/promql test -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long run).

@@ -25,7 +25,7 @@ if [ -n "$unformatted" ]; then
   fail=1
 fi
 
-for mod in . sdk hack/refschema; do
+for mod in . sdk hack/refschema hack/promql; do
   (cd "$mod" && go vet -tags e2e ./...) || fail=1
 done
 
@@ -33,7 +33,7 @@ done
 # github.com/kcp-dev/kcp/sdk through a module listing the proxy does not
 # serve. Its go.sum is complete for the build (hack/build-tool.sh builds
 # with -mod=readonly, so a missing entry fails there).
-for mod in . sdk hack/refschema hack/testbed/kubernetes hack/testbed/etcd hack/tools/*/; do
+for mod in . sdk hack/refschema hack/promql hack/testbed/kubernetes hack/testbed/etcd hack/tools/*/; do
   mod=${mod%/}
   [ -f "$mod/go.mod" ] || continue
   before=$(cat "$mod/go.mod" "$mod/go.sum" 2>/dev/null)

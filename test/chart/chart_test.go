@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -276,8 +277,10 @@ func TestRender_allValues(t *testing.T) {
 	diff(t, "rendered objects", []string{
 		"ClusterRole " + full + ":" + ns,
 		"ClusterRoleBinding " + full + ":" + ns,
+		"ConfigMap monitoring/" + full + "-dashboard",
 		"Deployment " + ns + "/" + full,
 		"PodDisruptionBudget " + ns + "/" + full,
+		"PrometheusRule " + ns + "/" + full,
 		"Role " + ns + "/" + full,
 		"Role default/" + full + ":" + ns + ":events",
 		"RoleBinding " + ns + "/" + full,
@@ -406,6 +409,34 @@ func TestRender_allValues(t *testing.T) {
 	}, smSelector)
 	if svc.Labels["app.kubernetes.io/component"] != "metrics" {
 		t.Errorf("the metrics Service lacks the component label the ServiceMonitor selects: %v", svc.Labels)
+	}
+
+	rule := Find(objs, "PrometheusRule", full)
+	if rule.GetLabels()["role"] != "alert-rules" {
+		t.Errorf("PrometheusRule labels = %v", rule.GetLabels())
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	var alerts []string
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			alerts = append(alerts, r.(map[string]any)["alert"].(string))
+		}
+	}
+	diff(t, "alerts", []string{
+		"SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck", "SyncAgentNoLeader",
+		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentPatrolDrift",
+	}, alerts)
+	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-dashboard")
+	if dashboard.Labels["grafana_dashboard"] != "yes" || dashboard.Annotations["grafana_folder"] != "kcp" {
+		t.Errorf("dashboard ConfigMap metadata = %v / %v", dashboard.Labels, dashboard.Annotations)
+	}
+	var board struct {
+		UID    string `json:"uid"`
+		Panels []any  `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(dashboard.Data["api-syncagent.json"]), &board); err != nil || board.UID != "api-syncagent" || len(board.Panels) == 0 {
+		t.Errorf("the dashboard does not parse as a Grafana dashboard (uid %q, %d panels): %v", board.UID, len(board.Panels), err)
 	}
 
 	pdb := get[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", full)
@@ -644,7 +675,7 @@ func TestRender_objectsFitTheirTypes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, o := range render(t, values) {
 				gvk := o.GroupVersionKind()
-				if gvk.Group == "monitoring.coreos.com" && gvk.Kind == "ServiceMonitor" {
+				if gvk.Group == "monitoring.coreos.com" {
 					continue
 				}
 				typed, err := scheme.New(gvk)

@@ -55,6 +55,11 @@ func allValues() map[string]any {
 				"relabelings":       []any{map[string]any{"action": "labeldrop", "regex": "pod"}},
 				"metricRelabelings": []any{map[string]any{"action": "drop", "regex": "go_.*", "sourceLabels": []any{"__name__"}}},
 			},
+			"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"role": "alert-rules"}},
+			"dashboard": map[string]any{
+				"enabled": true, "labels": map[string]any{"grafana_dashboard": "yes"},
+				"annotations": map[string]any{"grafana_folder": "kcp"}, "namespace": "monitoring",
+			},
 		},
 		"podDisruptionBudget": map[string]any{"enabled": true, "minAvailable": "50%", "maxUnavailable": 2},
 		"topologySpreadConstraints": []any{map[string]any{

@@ -163,6 +163,10 @@ type Controller struct {
 	// watchedRelated are the related service-side types the controller
 	// lists and watches cluster-wide.
 	watchedRelated []schema.GroupVersionResource
+
+	// gaugeMu guards gaugesStopped against the metrics' reads.
+	gaugeMu       sync.RWMutex
+	gaugesStopped bool
 }
 
 // Engage routes the workspace's kcp events to the controller until ctx
@@ -231,7 +235,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		}
 		close(c.synced)
 	}()
-	defer metrics.RegisterController(c.opts.PublishedResource.Name, c.gauges())()
+	defer c.stopGauges(metrics.RegisterController(c.opts.PublishedResource.Name, c.gauges()))
 	// The patroller ends with the controller, however Start returns.
 	patrolCtx, stopPatrol := context.WithCancel(ctx)
 	patrolDone := make(chan struct{})
@@ -483,16 +487,34 @@ func waitBackoff(n int) time.Duration {
 // the next controller starts from a full list.
 func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	var observed time.Time
+	timed := false
 	if r.queue != nil {
-		observed, _ = r.queue.observed(req)
+		observed, timed = r.queue.observed(req)
 	}
-	res, err := r.reconcile(ctx, req, observed)
+	p := &pass{observed: observed}
+	res, err := r.reconcile(ctx, req, p)
+	if err != nil && !lifecycle.Quiet(ctx, err) {
+		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
+		// A failed pass says nothing about waiting any more.
+		r.waited(req, false)
+	}
+	if timed && !p.timed && (err != nil || res.RequeueAfter > 0) {
+		// The event's effect is still to come: its time stays for the
+		// pass that writes it.
+		r.queue.putBack(req, observed)
+	}
 	return lifecycle.Result(ctx, res, err)
 }
 
-// reconcile runs one pass; observed is when the event it handles entered
-// the queue (zero for a requeue).
-func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, observed time.Time) (reconcile.Result, error) {
+// pass is what a reconcile pass knows for the metrics: when the event it
+// handles entered the queue (zero for a requeue), and whether its latency
+// was recorded.
+type pass struct {
+	observed time.Time
+	timed    bool
+}
+
+func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
 	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok {
@@ -516,7 +538,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return r.vanished(ctx, kcpClient, cl.GetClient(), req)
+			return r.vanished(ctx, kcpClient, cl.GetClient(), req, p)
 		}
 		return reconcile.Result{}, err
 	}
@@ -525,6 +547,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 	// deletion of an object we synced earlier is always processed.
 	if obj.GetDeletionTimestamp() == nil {
 		if r.deletionOnly {
+			r.waited(req, false)
 			return reconcile.Result{}, nil
 		}
 		matches, err := r.matches(ctx, kcpClient, obj)
@@ -532,6 +555,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 			return reconcile.Result{}, err
 		}
 		if !matches {
+			r.waited(req, false)
 			return reconcile.Result{}, nil
 		}
 	}
@@ -557,7 +581,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 	}
 	ops := r.count(&s, &ws)
 	res, err := s.Process(ctx, ws, obj)
-	r.record(ops, observed)
+	r.record(ops, p)
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}
@@ -570,7 +594,6 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 	}
 	r.streak(r.conflicts, req, false)
 	if err != nil {
-		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
 		switch {
 		case errors.Is(err, syncer.ErrConflict):
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
@@ -600,14 +623,16 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, obs
 // vanished cleans up the local copy and state of a kcp object that is gone
 // without its deletion having been processed (see syncer.Vanished). The
 // object no longer exists, so there is no Event: the log says it.
-func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.Client, live ctrlruntimeclient.Reader, req mcreconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.Client, live ctrlruntimeclient.Reader, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
 	s := *r.syncer
 	s.Event = func(ctrlruntimeclient.Object, string, string, string) {}
 	ws := syncer.Workspace{Client: kcpClient, Live: live, Cluster: req.ClusterName}
 	ref := typed(r.remoteGVK)
 	ref.SetNamespace(req.Namespace)
 	ref.SetName(req.Name)
+	ops := r.count(&s, &ws)
 	res, err := s.Vanished(ctx, ws, ref)
+	r.record(ops, p)
 	if apierrors.IsConflict(err) {
 		// As in Reconcile: a lost optimistic-lock race, retried quietly.
 		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
@@ -689,21 +714,23 @@ func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace) *passOps {
 }
 
 // record counts a pass's writes and, for a pass that handled an event
-// (observed is set) and wrote its effect, its latency.
-func (r *reconciler) record(ops *passOps, observed time.Time) {
+// and wrote its effect, its latency.
+func (r *reconciler) record(ops *passOps, p *pass) {
 	ops.mu.Lock()
 	for _, o := range ops.ops {
 		metrics.SyncOperations.WithLabelValues(r.pr.Name, o.op, o.result).Inc()
 	}
 	ops.mu.Unlock()
-	if observed.IsZero() {
+	if p.observed.IsZero() {
 		return
 	}
 	if ops.wrote(opCreate, opUpdate, opDelete) {
-		metrics.SyncLatency.WithLabelValues(r.pr.Name, "down").Observe(time.Since(observed).Seconds())
+		metrics.SyncLatency.WithLabelValues(r.pr.Name, "down").Observe(time.Since(p.observed).Seconds())
+		p.timed = true
 	}
 	if ops.wrote(opStatus) {
-		metrics.SyncLatency.WithLabelValues(r.pr.Name, "up").Observe(time.Since(observed).Seconds())
+		metrics.SyncLatency.WithLabelValues(r.pr.Name, "up").Observe(time.Since(p.observed).Seconds())
+		p.timed = true
 	}
 }
 
@@ -717,16 +744,39 @@ func errorReason(err error) string {
 		return "NamespaceNotAllowed"
 	case errors.Is(err, related.ErrEmptySelector):
 		return "EmptySelector"
-	case reason != metav1.StatusReasonUnknown:
+	case knownReasons.Has(reason):
 		return string(reason)
+	case reason != metav1.StatusReasonUnknown:
+		return "Other" // a reason a webhook made up: the label stays bounded
 	case strings.Contains(err.Error(), "mutation:"):
 		return "Mutation"
 	}
 	return "Unknown"
 }
 
+// knownReasons are the API status reasons that errorReason reports as
+// they are.
+var knownReasons = sets.New(
+	metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonNotFound,
+	metav1.StatusReasonAlreadyExists, metav1.StatusReasonConflict, metav1.StatusReasonGone,
+	metav1.StatusReasonInvalid, metav1.StatusReasonServerTimeout, metav1.StatusReasonTimeout,
+	metav1.StatusReasonTooManyRequests, metav1.StatusReasonBadRequest, metav1.StatusReasonMethodNotAllowed,
+	metav1.StatusReasonNotAcceptable, metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonUnsupportedMediaType,
+	metav1.StatusReasonInternalError, metav1.StatusReasonExpired, metav1.StatusReasonServiceUnavailable,
+)
+
 // gaugeReadTimeout bounds the read of the copies cache for a scrape.
 const gaugeReadTimeout = time.Second
+
+// stopGauges unregisters the controller's gauges and waits for a scrape
+// that is reading them: a read of the copies cache after the controller
+// released its informer would start a new one nobody removes.
+func (c *Controller) stopGauges(unregister func()) {
+	unregister()
+	c.gaugeMu.Lock()
+	c.gaugesStopped = true
+	c.gaugeMu.Unlock()
+}
 
 // gauges are the controller's gauges for the metrics (read at scrape).
 func (c *Controller) gauges() metrics.ControllerGauges {
@@ -737,6 +787,11 @@ func (c *Controller) gauges() metrics.ControllerGauges {
 	}
 	return metrics.ControllerGauges{
 		Copies: func() float64 {
+			c.gaugeMu.RLock()
+			defer c.gaugeMu.RUnlock()
+			if c.gaugesStopped {
+				return 0
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), gaugeReadTimeout)
 			defer cancel()
 			list := &unstructured.UnstructuredList{}

@@ -29,12 +29,16 @@ type timedQueue struct {
 
 	mu sync.Mutex
 	// added: waiting in the queue; taken: handed to a worker, until its
-	// pass reads it (observed).
-	added, taken map[mcreconcile.Request]time.Time
+	// pass reads it (observed); put back: events whose pass did not write
+	// their effect, for the next pass (not in the queue's age).
+	added, taken, putBacks map[mcreconcile.Request]time.Time
 }
 
 func newTimedQueue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], now func() time.Time) *timedQueue {
-	return &timedQueue{TypedRateLimitingInterface: q, now: now, added: map[mcreconcile.Request]time.Time{}, taken: map[mcreconcile.Request]time.Time{}}
+	return &timedQueue{
+		TypedRateLimitingInterface: q, now: now,
+		added: map[mcreconcile.Request]time.Time{}, taken: map[mcreconcile.Request]time.Time{}, putBacks: map[mcreconcile.Request]time.Time{},
+	}
 }
 
 func (q *timedQueue) Add(item mcreconcile.Request) {
@@ -49,12 +53,27 @@ func (q *timedQueue) Add(item mcreconcile.Request) {
 func (q *timedQueue) Get() (mcreconcile.Request, bool) {
 	item, shutdown := q.TypedRateLimitingInterface.Get()
 	q.mu.Lock()
-	if t, ok := q.added[item]; ok {
-		delete(q.added, item)
+	t, ok := q.putBacks[item]
+	if a, added := q.added[item]; added && (!ok || a.Before(t)) {
+		t, ok = a, true
+	}
+	delete(q.added, item)
+	delete(q.putBacks, item)
+	if ok {
 		q.taken[item] = t
 	}
 	q.mu.Unlock()
 	return item, shutdown
+}
+
+// putBack keeps the time of an event whose pass did not write its effect
+// (it failed or asked to be looked at again) for the next pass of item.
+func (q *timedQueue) putBack(item mcreconcile.Request, t time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if cur, ok := q.putBacks[item]; !ok || t.Before(cur) {
+		q.putBacks[item] = t
+	}
 }
 
 // observed returns (and forgets) when the event that a worker's pass of
@@ -108,6 +127,8 @@ func (p *passOps) add(op string, err error) {
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
 		result = "conflict"
+	case apierrors.IsNotFound(err):
+		result = "notfound" // gone meanwhile: the sync takes it as done
 	case err != nil:
 		result = "error"
 	}
@@ -171,9 +192,7 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
 			err := c.Delete(ctx, obj, opts...)
-			if !apierrors.IsNotFound(err) {
-				p.add(classify(obj, opDelete), err)
-			}
+			p.add(classify(obj, opDelete), err)
 			return err
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {

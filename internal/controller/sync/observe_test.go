@@ -68,6 +68,19 @@ func TestTimedQueue(t *testing.T) {
 	if _, ok := q.observed(item); item != a || ok {
 		t.Errorf("a requeue was timed (%v, %v)", item, ok)
 	}
+
+	// A pass that did not write the event's effect puts its time back for
+	// the next pass (a requeue), outside the queue's age.
+	q.Done(a)
+	q.putBack(a, time.Unix(900, 0))
+	if age := q.oldestAge(); age != 0 {
+		t.Errorf("a put-back event counts in the queue's age: %v", age)
+	}
+	q.AddAfter(a, time.Millisecond)
+	item, _ = q.Get()
+	if got, ok := q.observed(item); !ok || !got.Equal(time.Unix(900, 0)) {
+		t.Errorf("observed after a put-back = %v, %v; want the event's time", got, ok)
+	}
 }
 
 // TestPassOpsClassifies: each write of a pass is named by what it wrote.
@@ -130,7 +143,7 @@ func TestPassOpsClassifies(t *testing.T) {
 	}
 	want := []string{
 		"create/success", "update/success", "namespace/success", "state/success", "state/success", "related/success",
-		"delete/success", "metadata/success", "status/success", "related/success", "create/conflict",
+		"delete/success", "delete/notfound", "metadata/success", "status/success", "related/success", "create/conflict",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operations (-want +got):\n%s", diff)
@@ -150,6 +163,7 @@ func TestErrorReason(t *testing.T) {
 		{fmt.Errorf("x: %w", related.ErrEmptySelector), "EmptySelector"},
 		{fmt.Errorf("failed: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "things"}, "a", errors.New("no"))), "Forbidden"},
 		{errors.New("spec mutation: bad path"), "Mutation"},
+		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: "MadeUpByAWebhook"}}, "Other"},
 		{errors.New("something"), "Unknown"},
 	} {
 		if got := errorReason(tc.err); got != tc.want {

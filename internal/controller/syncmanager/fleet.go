@@ -568,7 +568,11 @@ func (f *fleet) stats() metrics.FleetStats {
 			s.Controllers["starting"]++
 		}
 	}
-	s.Controllers["failed"] = len(f.failures)
+	for name := range f.failures {
+		if _, retrying := f.controllers[name]; !retrying {
+			s.Controllers["failed"]++
+		}
+	}
 	return s
 }
 

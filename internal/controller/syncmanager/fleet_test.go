@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 )
 
 // fakeController is a sync controller whose start the test decides.
@@ -271,3 +273,20 @@ func TestFleetControllerLifecycle(t *testing.T) {
 type fakeCluster struct{ cluster.Cluster }
 
 func (fakeCluster) GetCache() cache.Cache { return nil }
+
+// TestFleetStats: a PublishedResource whose controller is retried after a
+// failure counts once (starting), not also as failed.
+func TestFleetStats(t *testing.T) {
+	f := newFleet(logr.Discard(), nil, nil)
+	f.controllers["running"] = &running{synced: true}
+	f.controllers["retrying"] = &running{}
+	f.controllers["disabled"] = &running{key: controllerKey{deletionOnly: true}, synced: true}
+	f.failures["retrying"] = &failure{}
+	f.failures["failed"] = &failure{}
+	f.clusters["ws1"], f.clusters["ws2"] = engaged{}, engaged{}
+	got := f.stats()
+	want := metrics.FleetStats{Controllers: map[string]int{"running": 1, "starting": 1, "disabled": 1, "failed": 1}, Workspaces: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stats (-want +got):\n%s", diff)
+	}
+}
