@@ -20,6 +20,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -135,6 +136,8 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	// A rotated token in the kcp kubeconfig is used without a restart.
+	token := useLiveToken(kcpCfg)
 	svcCfg, err := serviceConfig(o)
 	if err != nil {
 		return err
@@ -259,6 +262,24 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	metrics.SetReadiness(publishedResourcesReady(mgr.GetClient(), o.PublishedResourceSelector))
 	defer metrics.SetReadiness(nil)
 
+	reload := &reloader{
+		path: o.KcpKubeconfigFile,
+		load: func() (*rest.Config, error) { return kcpConfig(o) },
+		check: func(ctx context.Context, cfg *rest.Config) (string, error) {
+			t, err := kcp.ResolveOnce(ctx, cfg, ref)
+			if err != nil {
+				return "", err
+			}
+			return t.Workspace.Name, nil
+		},
+		current: rest.CopyConfig(kcpCfg),
+		cluster: target.Workspace.Name,
+		token:   token,
+		log:     log.WithName("kcp-kubeconfig"),
+		event:   publishedResourceEvents(mgr.GetClient(), mgr.GetEventRecorderFor("api-syncagent"), o.PublishedResourceSelector),
+	}
+	go reload.run(ctx)
+
 	mgrErrs := make(chan error, 1)
 	go func() {
 		err := mgr.Start(ctx)
@@ -308,5 +329,21 @@ func publishedResourcesReady(c ctrlruntimeclient.Reader, selector labels.Selecto
 			out[prs[i].Name] = meta.IsStatusConditionTrue(prs[i].Status.Conditions, syncagentv1alpha1.ConditionReady)
 		}
 		return out
+	}
+}
+
+// publishedResourceEvents records an Event on every selected
+// PublishedResource (the agent has no object of its own to put it on).
+func publishedResourceEvents(c ctrlruntimeclient.Reader, recorder record.EventRecorder, selector labels.Selector) func(eventType, reason, message string) {
+	return func(eventType, reason, message string) {
+		ctx, cancel := context.WithTimeout(context.Background(), readinessReadTimeout)
+		defer cancel()
+		prs, err := selection.List(ctx, c, selector)
+		if err != nil {
+			return
+		}
+		for i := range prs {
+			recorder.Event(&prs[i], eventType, reason, message)
+		}
 	}
 }

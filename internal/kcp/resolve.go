@@ -83,6 +83,11 @@ func Resolve(ctx context.Context, log logr.Logger, cfg *rest.Config, ref Ref) (*
 	return target, nil
 }
 
+// ResolveOnce is Resolve without retries: one attempt, its error as is.
+func ResolveOnce(ctx context.Context, cfg *rest.Config, ref Ref) (*Target, error) {
+	return resolveOnce(ctx, cfg, ref)
+}
+
 func resolveOnce(ctx context.Context, cfg *rest.Config, ref Ref) (*Target, error) {
 	ws, wsConfig, err := workspaceOf(ctx, cfg)
 	if err != nil {

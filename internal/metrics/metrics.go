@@ -292,3 +292,19 @@ func (r *readinessCollector) Collect(ch chan<- prometheus.Metric) {
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(readiness)
 }
+
+// The kcp kubeconfig's reloads (internal/app/reload.go).
+var (
+	KubeconfigReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sync_agent_kcp_kubeconfig_reloads_total",
+		Help: "Changes of the kcp kubeconfig file the agent applied (result=success) or rejected (result=failure).",
+	}, []string{"result"})
+	KubeconfigReloadFailed = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "sync_agent_kcp_kubeconfig_reload_failed",
+		Help: "1 while the kcp kubeconfig file holds a change the agent rejected (it goes on with the previous one).",
+	})
+)
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(KubeconfigReloads, KubeconfigReloadFailed)
+}

@@ -425,7 +425,7 @@ func TestRender_allValues(t *testing.T) {
 	}
 	diff(t, "alerts", []string{
 		"SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck", "SyncAgentNoLeader",
-		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentPatrolDrift",
+		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed", "SyncAgentPatrolDrift",
 	}, alerts)
 	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-dashboard")
 	if dashboard.Labels["grafana_dashboard"] != "yes" || dashboard.Annotations["grafana_folder"] != "kcp" {

@@ -143,9 +143,16 @@ func CreateAPIExport(t T, ws *Workspace, name string) *kcpapisv1alpha2.APIExport
 // virtual workspace content.
 func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 	t.Helper()
+	GrantAgentUser(t, ws, exportName, sliceName, AgentUser)
+}
+
+// GrantAgentUser is GrantAgent for the kcp user user; the ClusterRole and
+// ClusterRoleBinding are named api-syncagent:<export>[:<user>].
+func GrantAgentUser(t T, ws *Workspace, exportName, sliceName, user string) {
+	t.Helper()
 	ctx := t.Context()
 	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent:" + exportName},
+		ObjectMeta: metav1.ObjectMeta{Name: agentRoleName(exportName, user)},
 		Rules: []rbacv1.PolicyRule{
 			{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
 			{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get"}},
@@ -159,11 +166,30 @@ func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: AgentUser}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	}
 	for _, obj := range []ctrlruntimeclient.Object{role, binding} {
 		if err := ws.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("failed to create %T: %v", obj, err)
+		}
+	}
+}
+
+// agentRoleName names the ClusterRole and ClusterRoleBinding of GrantAgentUser.
+func agentRoleName(exportName, user string) string {
+	if user == AgentUser {
+		return "api-syncagent:" + exportName
+	}
+	return "api-syncagent:" + exportName + ":" + user
+}
+
+// RevokeAgentUser deletes what GrantAgentUser created.
+func RevokeAgentUser(t T, ws *Workspace, exportName, user string) {
+	t.Helper()
+	name := agentRoleName(exportName, user)
+	for _, obj := range []ctrlruntimeclient.Object{&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}} {
+		if err := ws.Client.Delete(t.Context(), obj); err != nil {
+			t.Fatalf("failed to delete %T %s: %v", obj, name, err)
 		}
 	}
 }

@@ -22,6 +22,10 @@ const (
 	agentToken = "e2e-agent-token"
 	// AgentUser is the kcp user name of the agent.
 	AgentUser = "e2e-syncagent"
+	// SecondAgentUser has its own token (SecondAgentConfig), for tests that
+	// rotate the agent's credentials; it has no permissions until granted.
+	SecondAgentUser  = "e2e-syncagent-2"
+	secondAgentToken = "e2e-agent-token-2"
 )
 
 // kcpStartTimeout bounds the start of kcp (cold: ~30 s on 2 cores).
@@ -60,7 +64,8 @@ func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
 	}
 
 	tokens := filepath.Join(dir, "tokens.csv")
-	content := fmt.Sprintf("%s,e2e-admin,e2e-admin,\"system:kcp:admin\"\n%s,%s,%s,\"\"\n", adminToken, agentToken, AgentUser, AgentUser)
+	content := fmt.Sprintf("%s,e2e-admin,e2e-admin,\"system:kcp:admin\"\n%s,%s,%s,\"\"\n%s,%s,%s,\"\"\n",
+		adminToken, agentToken, AgentUser, AgentUser, secondAgentToken, SecondAgentUser, SecondAgentUser)
 	if err := os.WriteFile(tokens, []byte(content), 0o600); err != nil {
 		return nil, fmt.Errorf("failed to write token file: %w", err)
 	}
@@ -155,6 +160,11 @@ func (k *Kcp) AdminConfig(workspace string) *rest.Config {
 // AgentConfig returns the agent user's config for a workspace.
 func (k *Kcp) AgentConfig(workspace string) *rest.Config {
 	return k.config(workspace, agentToken)
+}
+
+// SecondAgentConfig returns SecondAgentUser's config for a workspace.
+func (k *Kcp) SecondAgentConfig(workspace string) *rest.Config {
+	return k.config(workspace, secondAgentToken)
 }
 
 func (k *Kcp) config(workspace, token string) *rest.Config {
