@@ -262,23 +262,25 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	metrics.SetReadiness(publishedResourcesReady(mgr.GetClient(), o.PublishedResourceSelector))
 	defer metrics.SetReadiness(nil)
 
-	reload := &reloader{
-		path: o.KcpKubeconfigFile,
-		load: func() (*rest.Config, error) { return kcpConfig(o) },
-		check: func(ctx context.Context, cfg *rest.Config) (string, error) {
-			t, err := kcp.ResolveOnce(ctx, cfg, ref)
-			if err != nil {
-				return "", err
-			}
-			return t.Workspace.Name, nil
-		},
-		current: rest.CopyConfig(kcpCfg),
-		cluster: target.Workspace.Name,
-		token:   token,
-		log:     log.WithName("kcp-kubeconfig"),
-		event:   publishedResourceEvents(mgr.GetClient(), mgr.GetEventRecorderFor("api-syncagent"), o.PublishedResourceSelector),
+	if token != nil {
+		reload := &reloader{
+			path: o.KcpKubeconfigFile,
+			load: func(content []byte) (*rest.Config, error) { return kcpConfigFrom(o, content) },
+			check: func(ctx context.Context, cfg *rest.Config) (string, string, error) {
+				cfg = rest.CopyConfig(cfg)
+				cfg.UserAgent = kcpCfg.UserAgent
+				return checkKcpToken(ctx, cfg, ref)
+			},
+			current: rest.CopyConfig(kcpCfg),
+			cluster: target.Workspace.Name,
+			token:   token,
+			log:     log.WithName("kcp-kubeconfig"),
+			event:   publishedResourceEvents(mgr.GetClient(), mgr.GetEventRecorderFor("api-syncagent"), o.PublishedResourceSelector),
+		}
+		go reload.run(ctx)
+	} else {
+		log.Info("The kcp kubeconfig authenticates without a bearer token (a client certificate or a token file, which client-go re-reads): it is not reloaded while the agent runs")
 	}
-	go reload.run(ctx)
 
 	mgrErrs := make(chan error, 1)
 	go func() {

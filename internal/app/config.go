@@ -55,6 +55,20 @@ func kcpConfig(o *options.Options) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to load --kcp-kubeconfig %q: %w", o.KcpKubeconfigFile, err)
 	}
+	return kcpConfigChecked(o, cfg)
+}
+
+// kcpConfigFrom is kcpConfig for the kubeconfig's content (a reload: the
+// bytes that were read, not the file again).
+func kcpConfigFrom(o *options.Options, content []byte) (*rest.Config, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(content)
+	if err != nil {
+		return nil, fmt.Errorf("failed to load --kcp-kubeconfig %q: %w", o.KcpKubeconfigFile, err)
+	}
+	return kcpConfigChecked(o, cfg)
+}
+
+func kcpConfigChecked(o *options.Options, cfg *rest.Config) (*rest.Config, error) {
 	if _, err := kcp.ClusterFromURL(cfg.Host); err != nil {
 		return nil, fmt.Errorf("--kcp-kubeconfig %q must point to a workspace (a server URL with /clusters/<workspace>): %w", o.KcpKubeconfigFile, err)
 	}

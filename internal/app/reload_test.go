@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -58,21 +60,30 @@ func TestReloaderApply(t *testing.T) {
 	base := func() *rest.Config {
 		return &rest.Config{Host: "https://kcp/clusters/root:org", BearerToken: "new", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
 	}
+	with := func(mutate func(*rest.Config)) func([]byte) (*rest.Config, error) {
+		return func([]byte) (*rest.Config, error) { c := base(); mutate(c); return c, nil }
+	}
 	for _, tc := range []struct {
 		name      string
-		load      func() (*rest.Config, error)
-		check     func(context.Context, *rest.Config) (string, error)
+		load      func([]byte) (*rest.Config, error)
+		check     func(context.Context, *rest.Config) (string, string, error)
 		noToken   bool
 		wantToken string
 		wantErr   string
 	}{
 		{name: "a new token that reaches the workspace", wantToken: "new"},
-		{name: "the same token", load: func() (*rest.Config, error) { c := base(); c.BearerToken = "old"; return c, nil }, wantToken: "old", wantErr: "unchanged"},
-		{name: "a file that does not parse", load: func() (*rest.Config, error) { return nil, errors.New("yaml: line 3: bad") }, wantToken: "old", wantErr: "yaml"},
-		{name: "another server", load: func() (*rest.Config, error) { c := base(); c.Host = "https://elsewhere"; return c, nil }, wantToken: "old", wantErr: "server URL changed"},
-		{name: "another CA", load: func() (*rest.Config, error) { c := base(); c.CAData = []byte("other"); return c, nil }, wantToken: "old", wantErr: "TLS settings changed"},
-		{name: "a token kcp refuses", check: func(context.Context, *rest.Config) (string, error) { return "", errors.New("Unauthorized") }, wantToken: "old", wantErr: "do not reach the workspace"},
-		{name: "another workspace", check: func(context.Context, *rest.Config) (string, error) { return "other", nil }, wantToken: "old", wantErr: "points to workspace other"},
+		{name: "the same token", load: with(func(c *rest.Config) { c.BearerToken = "old" }), wantToken: "old", wantErr: "unchanged"},
+		{name: "a file that does not parse", load: func([]byte) (*rest.Config, error) { return nil, errors.New("yaml: line 3: bad") }, wantToken: "old", wantErr: "yaml"},
+		{name: "another server", load: with(func(c *rest.Config) { c.Host = "https://elsewhere" }), wantToken: "old", wantErr: "server URL changed"},
+		{name: "another CA", load: with(func(c *rest.Config) { c.CAData = []byte("other") }), wantToken: "old", wantErr: "TLS settings changed"},
+		{name: "impersonation added", load: with(func(c *rest.Config) { c.Impersonate.UserName = "admin" }), wantToken: "old", wantErr: "identity or proxy settings changed"},
+		{name: "a token kcp refuses", check: func(context.Context, *rest.Config) (string, string, error) {
+			return "", "", fmt.Errorf("%w: Unauthorized", errDenied)
+		}, wantToken: "old", wantErr: "do not reach the workspace"},
+		{name: "kcp does not answer", check: func(context.Context, *rest.Config) (string, string, error) {
+			return "", "", errors.New("connection refused")
+		}, wantToken: "old", wantErr: "kcp could not be asked"},
+		{name: "another workspace", check: func(context.Context, *rest.Config) (string, string, error) { return "other", "u", nil }, wantToken: "old", wantErr: "points to workspace other"},
 		{name: "started without a token", noToken: true, wantErr: "restart the agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,20 +95,20 @@ func TestReloaderApply(t *testing.T) {
 				log:     logr.Discard(),
 			}
 			if r.load == nil {
-				r.load = func() (*rest.Config, error) { return base(), nil }
+				r.load = func([]byte) (*rest.Config, error) { return base(), nil }
 			}
 			if r.check == nil {
-				r.check = func(_ context.Context, cfg *rest.Config) (string, error) {
+				r.check = func(_ context.Context, cfg *rest.Config) (string, string, error) {
 					if cfg.BearerToken != "new" {
 						t.Errorf("checked with token %q, want the new one", cfg.BearerToken)
 					}
-					return "abc", nil
+					return "abc", "u", nil
 				}
 			}
 			if !tc.noToken {
 				r.token = &liveToken{token: "old"}
 			}
-			err := r.applyErr(t.Context())
+			_, err := r.applyErr(t.Context(), nil)
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("applyErr = %v", err)
@@ -111,30 +122,65 @@ func TestReloaderApply(t *testing.T) {
 	}
 }
 
-// TestReloaderReports: a rejected change sets the failure gauge and a
-// Warning Event; an applied one clears it.
-func TestReloaderReports(t *testing.T) {
+// TestReloaderPolls: what the polls of changed content do, in order: a
+// check kcp does not answer is reported once and tried again with
+// backoff (not before), then applied; a rejected file is reported once
+// and not checked again; content with the token in use is quiet (also
+// at the first poll, which compares with the token the agent started
+// with).
+func TestReloaderPolls(t *testing.T) {
+	now := time.Unix(1000, 0)
 	var events []string
+	checks, reachable := 0, false
 	r := &reloader{
-		load:    func() (*rest.Config, error) { return nil, errors.New("bad file") },
+		load: func(content []byte) (*rest.Config, error) {
+			if string(content) == "broken" {
+				return nil, errors.New("bad file")
+			}
+			return &rest.Config{BearerToken: string(content)}, nil
+		},
+		check: func(context.Context, *rest.Config) (string, string, error) {
+			checks++
+			if !reachable {
+				return "", "", errors.New("connection refused")
+			}
+			return "abc", "user-2", nil
+		},
 		current: &rest.Config{}, cluster: "abc", token: &liveToken{token: "old"}, log: logr.Discard(),
-		event: func(eventType, reason, _ string) { events = append(events, eventType+" "+reason) },
+		event: func(eventType, reason, msg string) { events = append(events, eventType+" "+reason) },
+		now:   func() time.Time { return now },
 	}
 	failures := testutil.ToFloat64(metrics.KubeconfigReloads.WithLabelValues("failure"))
-	r.apply(t.Context(), "v1")
-	if got := testutil.ToFloat64(metrics.KubeconfigReloadFailed); got != 1 {
-		t.Errorf("reload failed gauge = %v, want 1", got)
+	successes := testutil.ToFloat64(metrics.KubeconfigReloads.WithLabelValues("success"))
+
+	r.poll(t.Context(), []byte("old")) // the first poll: the token in use
+	r.poll(t.Context(), []byte("new")) // kcp does not answer
+	now = now.Add(time.Second)
+	r.poll(t.Context(), []byte("new")) // too early to try again
+	if checks != 1 || testutil.ToFloat64(metrics.KubeconfigReloadFailed) != 1 {
+		t.Fatalf("checks = %d, failed gauge = %v; want 1 check and the failure reported", checks, testutil.ToFloat64(metrics.KubeconfigReloadFailed))
 	}
-	if got := testutil.ToFloat64(metrics.KubeconfigReloads.WithLabelValues("failure")); got != failures+1 {
-		t.Errorf("failures = %v, want %v", got, failures+1)
+	now = now.Add(kubeconfigRetryMin)
+	r.poll(t.Context(), []byte("new")) // still not
+	now = now.Add(2 * kubeconfigRetryMin)
+	reachable = true
+	r.poll(t.Context(), []byte("new")) // applied
+	if r.token.get() != "new" || checks != 3 || testutil.ToFloat64(metrics.KubeconfigReloadFailed) != 0 {
+		t.Fatalf("token %q after %d checks, failed gauge %v; want the new token after 3 and the gauge cleared", r.token.get(), checks, testutil.ToFloat64(metrics.KubeconfigReloadFailed))
 	}
-	r.load = func() (*rest.Config, error) { return &rest.Config{BearerToken: "new"}, nil }
-	r.check = func(context.Context, *rest.Config) (string, error) { return "abc", nil }
-	r.apply(t.Context(), "v2")
-	if got := testutil.ToFloat64(metrics.KubeconfigReloadFailed); got != 0 {
-		t.Errorf("reload failed gauge = %v, want 0 after a good file", got)
+	r.poll(t.Context(), []byte("broken")) // rejected
+	r.done = nil                          // as if the file changed back and forth
+	r.poll(t.Context(), []byte("new"))    // the token in use: quiet, clears the gauge
+	if got := testutil.ToFloat64(metrics.KubeconfigReloads.WithLabelValues("failure")) - failures; got != 2 {
+		t.Errorf("failures counted = %v, want 2 (the first unanswered check, the broken file)", got)
 	}
-	if want := "Warning KcpKubeconfigReloadFailed,Normal KcpKubeconfigReloaded"; strings.Join(events, ",") != want {
+	if got := testutil.ToFloat64(metrics.KubeconfigReloads.WithLabelValues("success")) - successes; got != 1 {
+		t.Errorf("successes counted = %v, want 1", got)
+	}
+	if want := "Warning KcpKubeconfigReloadFailed,Normal KcpKubeconfigReloaded,Warning KcpKubeconfigReloadFailed"; strings.Join(events, ",") != want {
 		t.Errorf("events = %v, want %s", events, want)
+	}
+	if testutil.ToFloat64(metrics.KubeconfigReloadFailed) != 0 {
+		t.Error("the failed gauge stayed set after the file went back to the token in use")
 	}
 }
