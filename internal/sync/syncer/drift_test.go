@@ -66,30 +66,10 @@ func TestSyncer_drift(t *testing.T) {
 			}
 		}},
 		{name: "someone else's object in the copy's place", change: func(t *testing.T, e *relatedEnv) {
-			local := e.localCopy(t)
-			if err := e.service.Delete(t.Context(), local); err != nil {
-				t.Fatal(err)
-			}
-			theirs := typed(localGVK)
-			theirs.SetNamespace(local.GetNamespace())
-			theirs.SetName(local.GetName())
-			theirs.Object["spec"] = map[string]any{"color": "theirs"}
-			if err := e.service.Create(t.Context(), theirs); err != nil {
-				t.Fatal(err)
-			}
+			replaceCopy(t, e, nil)
 		}, after: []string{DriftCopyDiffers}}, // adopted: its spec is kept (contract §6.4)
 		{name: "another agent's object in the copy's place", change: func(t *testing.T, e *relatedEnv) {
-			local := e.localCopy(t)
-			if err := e.service.Delete(t.Context(), local); err != nil {
-				t.Fatal(err)
-			}
-			theirs := typed(localGVK)
-			theirs.SetNamespace(local.GetNamespace())
-			theirs.SetName(local.GetName())
-			theirs.SetLabels(map[string]string{"syncagent.kcp.io/agent-name": "another"})
-			if err := e.service.Create(t.Context(), theirs); err != nil {
-				t.Fatal(err)
-			}
+			replaceCopy(t, e, map[string]string{"syncagent.kcp.io/agent-name": "another"})
 		}, conflict: true}, // refused (ObjectConflict): no repair can change it
 		{name: "the copy's status changed", want: []string{DriftStatusBehind}, change: func(t *testing.T, e *relatedEnv) {
 			local := e.localCopy(t)
@@ -160,6 +140,24 @@ func (e *relatedEnv) drift(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// replaceCopy deletes the local copy and puts someone else's object with
+// labels in its place.
+func replaceCopy(t *testing.T, e *relatedEnv, labels map[string]string) {
+	t.Helper()
+	local := e.localCopy(t)
+	if err := e.service.Delete(t.Context(), local); err != nil {
+		t.Fatal(err)
+	}
+	theirs := typed(localGVK)
+	theirs.SetNamespace(local.GetNamespace())
+	theirs.SetName(local.GetName())
+	theirs.SetLabels(labels)
+	theirs.Object["spec"] = map[string]any{"color": "theirs"}
+	if err := e.service.Create(t.Context(), theirs); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustUpdate(t *testing.T, c ctrlruntimeclient.Client, obj ctrlruntimeclient.Object) {
