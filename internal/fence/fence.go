@@ -141,7 +141,24 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		w.stop()
 		cancel(nil)
 	}
-	resp, err := r.next.RoundTrip(req.WithContext(ctx))
+	req = req.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		// The transport reads the body as it sends it: a process stopped
+		// after the check above and resumed after the lease ran out (its
+		// watchdog fires in the same instant as the send goes on) reads
+		// a refusal instead, so the server gets no complete request.
+		req.Body = &checkedBody{ReadCloser: req.Body, fence: r.fence}
+		if getBody := req.GetBody; getBody != nil {
+			req.GetBody = func() (io.ReadCloser, error) {
+				b, err := getBody()
+				if err != nil {
+					return nil, err
+				}
+				return &checkedBody{ReadCloser: b, fence: r.fence}, nil
+			}
+		}
+	}
+	resp, err := r.next.RoundTrip(req)
 	if err != nil {
 		done()
 		if errors.Is(context.Cause(ctx), ErrLeaseNotRenewed) {
@@ -151,6 +168,20 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &fencedBody{ReadCloser: resp.Body, ctx: ctx, done: done}
 	return resp, nil
+}
+
+// checkedBody is a write's request body that asks the fence again on every
+// read.
+type checkedBody struct {
+	io.ReadCloser
+	fence *Fence
+}
+
+func (b *checkedBody) Read(p []byte) (int, error) {
+	if _, err := b.fence.check(); err != nil {
+		return 0, err
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // watchdog cuts a write when the fence closes while it is under way: when

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -192,5 +193,33 @@ func TestSlowWriteUnderARenewedLease(t *testing.T) {
 	defer resp.Body.Close()
 	if body, err := io.ReadAll(resp.Body); err != nil || string(body) != "ok" {
 		t.Errorf("body = %q, %v", body, err)
+	}
+}
+
+// TestBodyReadAfterAPauseIsRefused: found by the 30-minute soak (seed 31):
+// a leader stopped (SIGSTOP) after a write passed the check but before
+// the transport sent it went on sending it when resumed, 27 s after the
+// lease ran out, as its watchdog fired in the same instant; the server got
+// the whole request. The body is checked as the transport reads it.
+func TestBodyReadAfterAPauseIsRefused(t *testing.T) {
+	c := &clock{t: time.Now()}
+	f := New(10*time.Second, logr.Discard())
+	f.now = c.now
+	f.Written(c.t, true)
+	sent := false
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		c.t = c.t.Add(time.Minute) // stopped between the check and the send
+		if _, err := io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		sent = true
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(""))}, nil
+	})
+	req, err := http.NewRequest(http.MethodPatch, "http://127.0.0.1/apis/example.com/v1/namespaces/ws/things/x", strings.NewReader(`{"spec":{"color":"dark-green"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Wrap(next).RoundTrip(req); !errors.Is(err, ErrLeaseNotRenewed) || sent {
+		t.Errorf("err = %v, sent = %v; want the body refused and nothing sent", err, sent)
 	}
 }
