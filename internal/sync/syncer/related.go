@@ -304,6 +304,11 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		if patch != nil {
 			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+				if objectNotFound(err, destKey.Name) {
+					// Deleted since it was read: the next pass creates it again.
+					res.Requeue = true
+					return res, nil
+				}
 				return res, fmt.Errorf("failed to patch related destination %s: %w", destKey, err)
 			}
 			res.Writes++

@@ -1444,28 +1444,58 @@ func TestSyncer_related_aliveChecksOnlyItsWorkspace(t *testing.T) {
 // agent's back between its read and the patch is no error (no ERROR log, no
 // Event): the pass asks to be run again, and that one creates the copy.
 func TestSyncer_localCopyDeletedDuringThePass(t *testing.T) {
-	vanish := false
-	e := newRelatedEnv(t, relatedEnvOptions{
-		serviceFuncs: interceptor.Funcs{Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
-			if vanish && obj.GetObjectKind().GroupVersionKind().Kind == localGVK.Kind {
-				vanish = false
-				if err := c.Delete(ctx, obj); err != nil {
-					return err
-				}
-				return apierrors.NewNotFound(schema.GroupResource{Group: localGVK.Group, Resource: "things"}, obj.GetName())
+	for _, tc := range []struct {
+		name string
+		// kind is the kind of the copy deleted behind the agent's back.
+		kind   string
+		change func(t *testing.T, e *relatedEnv)
+		check  func(t *testing.T, e *relatedEnv)
+	}{
+		{"the local copy", localGVK.Kind, func(t *testing.T, e *relatedEnv) { e.setPrimarySpec(t, "color", "red") }, func(t *testing.T, e *relatedEnv) {
+			if got := e.localCopy(t).Object["spec"].(map[string]any)["color"]; got != "red" {
+				t.Errorf("local copy color = %v, want red", got)
 			}
-			return c.Patch(ctx, obj, patch, opts...)
 		}},
-	})
-	e.createPrimary(t, map[string]any{"color": "blue"}, nil)
-	e.mustConverge(t)
-	e.setPrimarySpec(t, "color", "red")
-	vanish = true
-	res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
-	if err != nil || !res.Requeue {
-		t.Fatalf("Process = %+v, %v; want a requeue without an error", res, err)
+		// Found by the 30-minute soak (seed 31): "failed to patch related
+		// destination …: not found" at ERROR.
+		{"a related copy", "ConfigMap", func(t *testing.T, e *relatedEnv) {
+			src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+			src.Object["data"] = map[string]any{"key": "changed"}
+			mustUpdate(t, e.kcp, src)
+		}, func(t *testing.T, e *relatedEnv) {
+			if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "changed"}) {
+				t.Errorf("related copy data = %v, want the changed source's", got)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vanish := false
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+				kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+				serviceFuncs: interceptor.Funcs{Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+					if vanish && obj.GetObjectKind().GroupVersionKind().Kind == tc.kind {
+						vanish = false
+						if err := c.Delete(ctx, obj); err != nil {
+							return err
+						}
+						return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(tc.kind) + "s"}, obj.GetName())
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				}},
+			})
+			e.createPrimary(t, map[string]any{"color": "blue", "configName": "app-config"}, nil)
+			e.mustConverge(t)
+			tc.change(t, e)
+			vanish = true
+			res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+			if err != nil || !res.Requeue {
+				t.Fatalf("Process = %+v, %v; want a requeue without an error", res, err)
+			}
+			e.mustConverge(t)
+			tc.check(t, e)
+		})
 	}
-	e.mustConverge(t)
 }
 
 // TestSyncer_kcpObjectDeletedBeforeItsStatus: a kcp object deleted between
