@@ -231,7 +231,7 @@ func TestSoak(t *testing.T) {
 	time.Sleep(soakSettle)
 	survivor := replicas.leader(t)
 	before := metricValue(t, survivor, "go_goroutines")
-	log.add("leader-handover goroutines=%v", before)
+	log.add("leader-handover goroutines=%v rss=%.0fMiB", before, metricValue(t, survivor, "process_resident_memory_bytes")/(1<<20))
 	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
 	survivor.Stop(30 * time.Second)
 	replicas.heal(log)
@@ -254,7 +254,7 @@ func TestSoak(t *testing.T) {
 	time.Sleep(soakSettle)
 	newLeader := replicas.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
-	log.add("fresh-leader goroutines=%v", fresh)
+	log.add("fresh-leader goroutines=%v rss=%.0fMiB", fresh, metricValue(t, newLeader, "process_resident_memory_bytes")/(1<<20))
 	replicas.dumpGoroutines(newLeader, "goroutines-fresh-leader.txt")
 	if before > fresh*(1+soakGoroutineSlack) {
 		t.Errorf("the run's leader held %v goroutines, a fresh leader of the same workspaces %v", before, fresh)

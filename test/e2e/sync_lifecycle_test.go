@@ -5,9 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,22 +39,7 @@ func scrapeMetric(ctx context.Context, agent *framework.Agent, name string, labe
 	if err != nil {
 		return 0, err
 	}
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(\{[^}]*\})? ([0-9.e+-]+)$`)
-	var sum float64
-	for _, m := range re.FindAllStringSubmatch(body, -1) {
-		ok := true
-		for _, l := range labels {
-			ok = ok && strings.Contains(m[1], l)
-		}
-		if ok {
-			v, err := strconv.ParseFloat(m[2], 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse %q: %w", m[2], err)
-			}
-			sum += v
-		}
-	}
-	return sum, nil
+	return sumSamples(body, name, labels...), nil
 }
 
 // writes sums the agent's write requests (both sides).
