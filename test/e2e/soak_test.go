@@ -1165,7 +1165,7 @@ var soakExpectedErrors = []struct {
 	// its virtual workspace serves the export's types again, requests
 	// for them (Events included) get a 404 that names no object, and a
 	// workspace cache's informer of a type may not sync within a pass.
-	{causeShard, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|API export not found|access denied|claimed\.internal\.apis\.kcp\.io/[^:]*: Forbidden: must not be set|the server could not find the requested resource|failed waiting for \*v1\.\w+ Informer to sync`)},
+	{causeShard, regexp.MustCompile(`connect: connection refused|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|API export not found|access denied|claimed\.internal\.apis\.kcp\.io/[^:]*: Forbidden: must not be set|the server could not find the requested resource|failed waiting for \*v1\.\w+ Informer to sync|malformed header: missing HTTP content-type`)},
 	// The workspace is unbound: its claims are gone (Events may not be
 	// written), the bound resources are no longer served, and passes of
 	// its objects still queued are denied by the virtual workspace.

@@ -108,3 +108,20 @@ func TestAcquireEndsWithItsContext(t *testing.T) {
 		t.Errorf("a use that gave up was counted: %d", n)
 	}
 }
+
+// TestLocalSourceStopIsNoFailure: a wait for the local copies ended by the
+// controller's stop is no error (controller-runtime would log one at
+// ERROR); one that ran out of time is.
+func TestLocalSourceStopIsNoFailure(t *testing.T) {
+	s := newLocalSource(newFakeInformers(), typed(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}), nil)
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if err := s.WaitForSync(stopped); err != nil {
+		t.Errorf("after a stop: %v, want nil", err)
+	}
+	late, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if err := s.WaitForSync(late); err == nil {
+		t.Error("after the deadline: nil, want an error")
+	}
+}

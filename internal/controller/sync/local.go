@@ -118,12 +118,16 @@ func (s *localSource) add(ctx context.Context, queue workqueue.TypedRateLimiting
 }
 
 // WaitForSync implements source.SyncingSource: it returns when the handler
-// has been told of every object, or with an error when ctx ends first.
+// has been told of every object, or with an error when ctx's deadline
+// passes first. A stop (ctx canceled) is no failure: nil, as
+// controller-runtime logs an error at ERROR (found by the soak: a
+// PublishedResource changed while its controller started), and its Start
+// ends with the stop.
 func (s *localSource) WaitForSync(ctx context.Context) error {
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", s, ctx.Err())
+		return stopIsNoFailure(ctx, fmt.Errorf("%s: %w", s, ctx.Err()))
 	}
 	s.mu.Lock()
 	hd, err := s.handle, s.err
@@ -136,10 +140,19 @@ func (s *localSource) WaitForSync(ctx context.Context) error {
 	for !hd.reg.HasSynced() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s has not synced: %w", s, errors.Join(ctx.Err(), ErrLocalTypeNotSynced))
+			return stopIsNoFailure(ctx, fmt.Errorf("%s has not synced: %w", s, errors.Join(ctx.Err(), ErrLocalTypeNotSynced)))
 		case <-t.C:
 		}
 	}
 	s.syncedOnce.Do(func() { close(s.synced) })
 	return nil
+}
+
+// stopIsNoFailure returns err unless ctx was canceled (stopped) rather
+// than timed out.
+func stopIsNoFailure(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return err
 }

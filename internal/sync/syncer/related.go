@@ -241,6 +241,11 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 		controllerutil.AddFinalizer(origin, keys.CleanupFinalizer)
 		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
+			if objectNotFound(err, origin.GetName()) {
+				// Deleted since it was read: nothing of it to copy.
+				res.Requeue = true
+				return res, nil
+			}
 			return res, fmt.Errorf("failed to add the finalizer to related %s %s: %w", origin.GetKind(), origin.GetName(), err)
 		}
 		res.Writes++

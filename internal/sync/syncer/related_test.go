@@ -1757,3 +1757,36 @@ func TestSyncer_related_twoSourcesOneCopyName(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncer_related_sourceDeletedBeforeItsFinalizer: found by the fourth
+// 30-minute soak run (seed 31): a kcp-origin source deleted between the
+// cache's read and the patch that adds our finalizer logged "failed to add
+// the finalizer … not found" at ERROR; the pass asks for another one.
+func TestSyncer_related_sourceDeletedBeforeItsFinalizer(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	gone := interceptor.NewClient(e.kcp.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+			if obj.GetObjectKind().GroupVersionKind().Kind == "ConfigMap" {
+				return apierrors.NewNotFound(corev1.Resource("configmaps"), obj.GetName())
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	ws := Workspace{Client: gone, Cluster: cluster}
+	for range 3 { // the primary's finalizer, its copy, then the related object
+		res, err := e.syncer.Process(t.Context(), ws, e.getRemote(t, "default", "foo"))
+		if err != nil {
+			t.Fatalf("Process = %v, want no error", err)
+		}
+		if !res.Requeue {
+			t.Fatalf("Process = %+v, want a requeue", res)
+		}
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("a copy was made of a source whose finalizer could not be added")
+	}
+}
