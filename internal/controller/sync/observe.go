@@ -158,6 +158,14 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 	if c == nil {
 		return nil
 	}
+	// A subresource written in kcp for a primary is its status; any
+	// other is a related object's.
+	subresourceOp := func(obj ctrlruntimeclient.Object) string {
+		if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
+			return opStatus
+		}
+		return opRelated
+	}
 	classify := func(obj ctrlruntimeclient.Object, verb string) string {
 		gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
 		switch {
@@ -197,20 +205,12 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
 			err := c.SubResource(sub).Update(ctx, obj, opts...)
-			op := opRelated
-			if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
-				op = opStatus
-			}
-			p.add(op, err)
+			p.add(subresourceOp(obj), err)
 			return err
 		},
 		SubResourcePatch: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.SubResourcePatchOption) error {
 			err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			op := opRelated
-			if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
-				op = opStatus
-			}
-			p.add(op, err)
+			p.add(subresourceOp(obj), err)
 			return err
 		},
 	})

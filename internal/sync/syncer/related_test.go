@@ -160,13 +160,7 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			if obj.GetUID() == "" {
 				obj.SetUID(uuid.NewUUID())
 			}
-			co := &ctrlruntimeclient.CreateOptions{}
-			co.ApplyOptions(opts)
-			manager := co.FieldManager
-			if manager == "" {
-				manager = "kubectl-create"
-			}
-			obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
+			recordFieldManager(obj, opts)
 			return c.Create(ctx, obj, opts...)
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
@@ -190,6 +184,18 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			return c.Get(ctx, key, obj, opts...)
 		},
 	}
+}
+
+// recordFieldManager sets the managedFields an API server records for a
+// create: the field owner, or a name from the user agent without one.
+func recordFieldManager(obj ctrlruntimeclient.Object, opts []ctrlruntimeclient.CreateOption) {
+	co := &ctrlruntimeclient.CreateOptions{}
+	co.ApplyOptions(opts)
+	manager := co.FieldManager
+	if manager == "" {
+		manager = "kubectl-create"
+	}
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
 }
 
 // createPrimary creates the kcp primary default/foo.
@@ -1658,11 +1664,7 @@ func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
 						killed = true
 						return errors.New("the agent was killed")
 					}
-					co := &ctrlruntimeclient.CreateOptions{}
-					co.ApplyOptions(opts)
-					if co.FieldManager != "" {
-						obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: co.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate}})
-					}
+					recordFieldManager(obj, opts)
 					return c.Create(ctx, obj, opts...)
 				}},
 			})
@@ -1726,9 +1728,7 @@ func TestSyncer_related_twoSourcesOneCopyName(t *testing.T) {
 					configMap("team-a", "app-config", map[string]string{"key": tc.secondData}),
 				},
 				serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
-					co := &ctrlruntimeclient.CreateOptions{}
-					co.ApplyOptions(opts)
-					obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: co.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate}})
+					recordFieldManager(obj, opts)
 					return c.Create(ctx, obj, opts...)
 				}},
 			})
