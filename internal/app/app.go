@@ -90,6 +90,8 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 		SweepUnbound:       deps.Options.SweepUnboundWorkspaces,
 		PatrolInterval:     deps.Options.PatrolInterval,
 		PatrolReport:       deps.Options.PatrolMode == options.PatrolModeReport,
+
+		UnusedKcpInformerTimeout: deps.Options.UnusedKcpInformerTimeout,
 	})
 }
 

@@ -52,6 +52,23 @@ func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(GoneWorkspaceObjectsDeleted)
 }
 
+// EndpointReconnects counts the connections to a virtual workspace
+// endpoint that were made again, by reason.
+var EndpointReconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sync_agent_endpoint_reconnects_total",
+	Help: "Connections to a virtual workspace endpoint made again: reason=failed (the connection failed) or unused_informers (to drop kcp informers no sync controller uses).",
+}, []string{"reason"})
+
+// The reasons of EndpointReconnects.
+const (
+	ReconnectFailed          = "failed"
+	ReconnectUnusedInformers = "unused_informers"
+)
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(EndpointReconnects)
+}
+
 // The patroller's metrics (see internal/controller/sync/patrol.go).
 var (
 	PatrolRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -199,6 +216,9 @@ type FleetStats struct {
 	Controllers map[string]int
 	// Workspaces engaged, and endpoints (shards) connected.
 	Workspaces, Endpoints int
+	// UnusedKcpInformers: kcp types whose endpoint informers no running
+	// sync controller uses (summed over endpoints).
+	UnusedKcpInformers int
 }
 
 var (
@@ -208,6 +228,8 @@ var (
 		"Consumer workspaces the sync is engaged with.", nil, nil)
 	descEndpoints = prometheus.NewDesc("sync_agent_endpoints_connected",
 		"Endpoints (virtual workspace URLs, one per shard) of the APIExportEndpointSlice the agent is connected to.", nil, nil)
+	descUnusedInformers = prometheus.NewDesc("sync_agent_kcp_informers_unused",
+		"kcp types (summed over endpoints) whose informers no running sync controller uses; the endpoint's connection is remade to drop them after --unused-kcp-informer-timeout.", nil, nil)
 )
 
 // fleetCollector reports the FleetStats of the source set by SetFleet.
@@ -229,6 +251,7 @@ func (f *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descControllers
 	ch <- descWorkspaces
 	ch <- descEndpoints
+	ch <- descUnusedInformers
 }
 
 func (f *fleetCollector) Collect(ch chan<- prometheus.Metric) {
@@ -244,6 +267,7 @@ func (f *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descWorkspaces, prometheus.GaugeValue, float64(s.Workspaces))
 	ch <- prometheus.MustNewConstMetric(descEndpoints, prometheus.GaugeValue, float64(s.Endpoints))
+	ch <- prometheus.MustNewConstMetric(descUnusedInformers, prometheus.GaugeValue, float64(s.UnusedKcpInformers))
 }
 
 func init() { //nolint:gochecknoinits // see above.

@@ -37,7 +37,7 @@ sync_agent_objects_waiting{published_resource="things"} 1
 
 func TestFleetStats(t *testing.T) {
 	SetFleet(func() FleetStats {
-		return FleetStats{Controllers: map[string]int{"running": 2, "failed": 1}, Workspaces: 7, Endpoints: 2}
+		return FleetStats{Controllers: map[string]int{"running": 2, "failed": 1}, Workspaces: 7, Endpoints: 2, UnusedKcpInformers: 3}
 	})
 	defer SetFleet(nil)
 	want := `
@@ -50,8 +50,11 @@ sync_agent_sync_controllers_by_state{state="starting"} 0
 # HELP sync_agent_workspaces_engaged Consumer workspaces the sync is engaged with.
 # TYPE sync_agent_workspaces_engaged gauge
 sync_agent_workspaces_engaged 7
+# HELP sync_agent_kcp_informers_unused kcp types (summed over endpoints) whose informers no running sync controller uses; the endpoint's connection is remade to drop them after --unused-kcp-informer-timeout.
+# TYPE sync_agent_kcp_informers_unused gauge
+sync_agent_kcp_informers_unused 3
 `
-	if err := testutil.CollectAndCompare(fleet, strings.NewReader(want), "sync_agent_sync_controllers_by_state", "sync_agent_workspaces_engaged"); err != nil {
+	if err := testutil.CollectAndCompare(fleet, strings.NewReader(want), "sync_agent_sync_controllers_by_state", "sync_agent_workspaces_engaged", "sync_agent_kcp_informers_unused"); err != nil {
 		t.Error(err)
 	}
 	SetFleet(nil)

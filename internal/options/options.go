@@ -44,6 +44,9 @@ const (
 	DefaultStateSweepInterval = 10 * time.Minute
 	// DefaultPatrolInterval is the period of the patroller's passes.
 	DefaultPatrolInterval = 10 * time.Minute
+	// DefaultUnusedKcpInformerTimeout is how long an endpoint connection
+	// keeps kcp informers no sync controller uses before it is remade.
+	DefaultUnusedKcpInformerTimeout = 10 * time.Minute
 
 	DefaultQPS   = 200
 	DefaultBurst = 400
@@ -100,6 +103,10 @@ type Options struct {
 	PatrolInterval time.Duration
 	PatrolMode     string
 
+	// UnusedKcpInformerTimeout: how long an endpoint connection keeps kcp
+	// informers no sync controller uses before it is remade (0: kept).
+	UnusedKcpInformerTimeout time.Duration
+
 	KcpQPS       float32
 	KcpBurst     int
 	ServiceQPS   float32
@@ -117,10 +124,12 @@ func New() *Options {
 		StateSweepInterval: DefaultStateSweepInterval,
 		PatrolInterval:     DefaultPatrolInterval,
 		PatrolMode:         PatrolModeRepair,
-		KcpQPS:             DefaultQPS,
-		KcpBurst:           DefaultBurst,
-		ServiceQPS:         DefaultQPS,
-		ServiceBurst:       DefaultBurst,
+
+		UnusedKcpInformerTimeout: DefaultUnusedKcpInformerTimeout,
+		KcpQPS:                   DefaultQPS,
+		KcpBurst:                 DefaultBurst,
+		ServiceQPS:               DefaultQPS,
+		ServiceBurst:             DefaultBurst,
 	}
 }
 
@@ -146,6 +155,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
+	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
 	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
@@ -219,6 +229,9 @@ func (o *Options) Validate() (warnings []string, err error) {
 	}
 	if o.PatrolInterval < 0 {
 		errs = append(errs, errors.New("--patrol-interval must not be negative"))
+	}
+	if o.UnusedKcpInformerTimeout < 0 {
+		errs = append(errs, errors.New("--unused-kcp-informer-timeout must not be negative"))
 	}
 	if o.PatrolMode != PatrolModeRepair && o.PatrolMode != PatrolModeReport {
 		errs = append(errs, fmt.Errorf("--patrol-mode %q is invalid: must be %s or %s", o.PatrolMode, PatrolModeRepair, PatrolModeReport))

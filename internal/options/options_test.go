@@ -105,8 +105,8 @@ func TestOptions_Validate(t *testing.T) {
 		},
 		{
 			name:     "bad patrol mode and negative interval are both listed",
-			args:     append(base, "--apiexport-ref=a", "--patrol-mode=fix", "--patrol-interval=-1m"),
-			wantErrs: []string{`--patrol-mode "fix" is invalid: must be repair or report`, "--patrol-interval must not be negative"},
+			args:     append(base, "--apiexport-ref=a", "--patrol-mode=fix", "--patrol-interval=-1m", "--unused-kcp-informer-timeout=-1s"),
+			wantErrs: []string{`--patrol-mode "fix" is invalid: must be repair or report`, "--patrol-interval must not be negative", "--unused-kcp-informer-timeout must not be negative"},
 		},
 		{
 			name:          "patrol off, report mode",

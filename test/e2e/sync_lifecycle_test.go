@@ -379,3 +379,50 @@ func TestCreateThenDeleteLeavesNothing(t *testing.T) {
 	converged(t, f, ws, thingsResource)
 	agent.NoErrors(t)
 }
+
+// TestUnusedKcpInformersAreDropped: once a PublishedResource is deleted,
+// the kcp informers only its controller used (its type in every workspace
+// of the endpoint) are dropped by making the endpoint's connection again
+// after --unused-kcp-informer-timeout; the other PublishedResource keeps
+// syncing across the new connection, and nothing is remade again.
+func TestUnusedKcpInformersAreDropped(t *testing.T) {
+	t.Parallel()
+	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
+	})
+	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1"), framework.TestCRD("example.com", "Gadget", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR(), gadgets}, 2, "--unused-kcp-informer-timeout=4s")
+	ctx := t.Context()
+	svc := f.Service.Client
+	framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpThing, "default", "t1", map[string]any{"color": "x"})), "create Thing")
+	framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpGadget, "default", "g1", map[string]any{"color": "x"})), "create Gadget")
+	waitLocal(t, svc, localThing, ws[0].ClusterName, sha3short("default")+"-"+sha3short("t1"))
+	waitLocal(t, svc, localGadget, ws[0].ClusterName, sha3short("default")+"-"+sha3short("g1"))
+	remade := func() float64 {
+		return metricValue(t, agent, "sync_agent_endpoint_reconnects_total", `reason="unused_informers"`)
+	}
+	if n, unused := remade(), metricValue(t, agent, "sync_agent_kcp_informers_unused"); n != 0 || unused != 0 {
+		t.Fatalf("before any PublishedResource went: %v connections remade, %v unused informers; want 0 and 0", n, unused)
+	}
+
+	framework.Must(t, svc.Delete(ctx, gadgets), "delete PublishedResource gadgets")
+	framework.WaitFor(t, syncTimeout, "the connection remade without the Gadgets' informer", func(context.Context) (bool, error) {
+		return remade() == 1 && metricValue(t, agent, "sync_agent_kcp_informers_unused") == 0, nil
+	})
+	// Things sync across the new connection: an update of an existing
+	// object and a new object in the other workspace.
+	framework.Must(t, ws[0].Client.Patch(ctx, newObject(kcpThing, "default", "t1", nil),
+		ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"spec":{"color":"y"}}`))), "update Thing t1")
+	framework.Must(t, ws[1].Client.Create(ctx, newObject(kcpThing, "default", "t2", map[string]any{"color": "x"})), "create Thing")
+	waitLocal(t, svc, localThing, ws[1].ClusterName, sha3short("default")+"-"+sha3short("t2"))
+	converged(t, f, ws, thingsResource)
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	// Nothing is left to drop: the connection is not remade again (three
+	// more timeouts).
+	time.Sleep(12 * time.Second)
+	if n := remade(); n != 1 {
+		t.Errorf("connections remade for unused informers = %v, want 1 (the informers in use were counted unused)", n)
+	}
+	agent.NoErrors(t)
+}

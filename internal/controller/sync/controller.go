@@ -531,10 +531,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
-	// Reads come from the workspace's cache (related types too: a read
-	// through the virtual workspace per related object costs kcp far more,
-	// docs/performance.md), writes go to the workspace.
-	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
+	kcpClient := r.workspaces.reads(engaged)
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {

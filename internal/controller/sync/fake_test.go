@@ -158,6 +158,8 @@ func (c *fakeCluster) GetCache() cache.Cache {
 	return &fakeScoped{fakeInformers: c.endpoint, name: c.name}
 }
 
+func (c *fakeCluster) GetClient() ctrlruntimeclient.Client { return fake.NewClientBuilder().Build() }
+
 type fakeScoped struct {
 	*fakeInformers
 	name string

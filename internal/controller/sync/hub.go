@@ -89,6 +89,8 @@ type hub struct {
 	// users counts the engaged workspaces of each endpoint.
 	users     map[cache.Informers]int
 	endpoints map[cache.Informers]*endpointWatch
+	// informers records the kcp types whose informers the controller used.
+	informers kcpInformers
 }
 
 type engagedWorkspace struct {
@@ -353,6 +355,7 @@ func (h *hub) waitListed(r registration, gvr schema.GroupVersionResource) {
 }
 
 func (h *hub) addHandler(ep cache.Informers, w kcpWatch) (handle, error) {
+	h.informers.used(ep, w.obj.GroupVersionKind())
 	inf, err := ep.GetInformer(h.ctx, w.obj.DeepCopy(), cache.BlockUntilSynced(false))
 	if err != nil {
 		return handle{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -440,5 +441,38 @@ func TestSourceStartedAfterTheStopAddsNothing(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if informers.has(gvk) {
 		t.Error("a source started after the stop created an informer")
+	}
+}
+
+// TestKcpInformersAreRecordedPerEndpoint: the kcp types whose informers a
+// controller used (its handlers', its reads') are recorded per endpoint
+// cache, for the fleet to tell which informers nobody uses any more.
+func TestKcpInformersAreRecordedPerEndpoint(t *testing.T) {
+	h := newHubHarness(t)
+	h.start()
+	h.engage("ws1", "a")
+	h.engage("ws2", "b")
+	eventually(t, "both handlers", func() bool { return h.handlers("a") == 1 && h.handlers("b") == 1 })
+	secretGVK := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	ws2, _ := h.hub.workspace("ws2")
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(secretGVK.GroupVersion().WithKind("SecretList"))
+	if err := h.hub.reads(ws2).List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for ep, types := range h.hub.informers.snapshot() {
+		for name, e := range h.endpoints {
+			if cache.Informers(e) == ep {
+				for _, gvk := range types.UnsortedList() {
+					got[name] = append(got[name], gvk.Kind)
+				}
+				slices.Sort(got[name])
+			}
+		}
+	}
+	want := map[string][]string{"a": {"Thing"}, "b": {"Secret", "Thing"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("recorded informers (-want +got):\n%s", diff)
 	}
 }

@@ -433,10 +433,9 @@ func (r *reconciler) primaries(ctx context.Context, name string) ([]mcreconcile.
 	}
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
-	cl := engaged.Cluster
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(r.remoteGVK.GroupVersion().WithKind(r.remoteGVK.Kind + "List"))
-	if err := (cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}).List(ctx, list); err != nil {
+	if err := r.workspaces.reads(engaged).List(ctx, list); err != nil {
 		return nil, fmt.Errorf("failed to list %s in workspace %s: %w", r.remoteGVK.Kind, name, err)
 	}
 	out := make([]mcreconcile.Request, 0, len(list.Items))
@@ -458,7 +457,7 @@ func (r *reconciler) drift(ctx context.Context, req mcreconcile.Request) (kinds 
 	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
-	kcpClient := cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}
+	kcpClient := r.workspaces.reads(engaged)
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		return nil, false, ctrlruntimeclient.IgnoreNotFound(err)
@@ -487,7 +486,7 @@ func (r *reconciler) gone(ctx context.Context, engaged Workspace, req mcreconcil
 	defer cancel()
 	cl := engaged.Cluster
 	obj := typed(r.remoteGVK)
-	err := (cachedReads{Client: cl.GetClient(), cache: cl.GetCache()}).Get(ctx, req.NamespacedName, obj)
+	err := r.workspaces.reads(engaged).Get(ctx, req.NamespacedName, obj)
 	if !apierrors.IsNotFound(err) {
 		return false, err
 	}

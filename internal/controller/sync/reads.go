@@ -73,6 +73,8 @@ func objectGVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionK
 type cachedReads struct {
 	ctrlruntimeclient.Client
 	cache cache.Cache
+	// record, if set, is told the type of every informer the reads use.
+	record func(schema.GroupVersionKind)
 }
 
 func (c cachedReads) Get(ctx context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
@@ -100,6 +102,9 @@ func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) err
 	gvk, err := objectGVK(obj, c.Scheme())
 	if err != nil {
 		return err
+	}
+	if c.record != nil {
+		c.record(gvk)
 	}
 	var o ctrlruntimeclient.Object = typed(gvk)
 	if _, ok := obj.(runtime.Unstructured); !ok {

@@ -110,6 +110,8 @@ type Options struct {
 	// patrollers (see syncctrl.Patrol).
 	PatrolInterval time.Duration
 	PatrolReport   bool
+	// UnusedKcpInformerTimeout: see unusedInformers (0: never remade).
+	UnusedKcpInformerTimeout time.Duration
 }
 
 // controllerKey holds everything whose change restarts a sync controller.
@@ -218,7 +220,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		return err
 	}
 
-	f := newFleet(log, kcp.NewScheme(), opts.Target.Config)
+	f := newFleet(log, kcp.NewScheme(), opts.Target.Config, opts.UnusedKcpInformerTimeout)
 	f.state = &state.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace, AgentName: opts.AgentName}
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, f)
 	if err != nil {

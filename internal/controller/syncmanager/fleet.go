@@ -16,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -73,6 +75,11 @@ type fleet struct {
 
 	// state reads and deletes the related state of released primaries.
 	state *state.Store
+
+	// unused holds the kcp informers of stopped controllers (guarded by
+	// mu); unusedCount is the number of unused types after the last check.
+	unused      *unusedInformers
+	unusedCount int
 }
 
 type endpoint struct {
@@ -80,6 +87,10 @@ type endpoint struct {
 	cancel   context.CancelFunc
 	// lists lists objects across the endpoint's workspaces.
 	lists metadata.Interface
+	// endAttempt ends the provider's current run; remake (both guarded by
+	// fleet.provMu) says the run was ended to make a fresh connection.
+	endAttempt context.CancelFunc
+	remake     bool
 }
 
 type engaged struct {
@@ -92,6 +103,9 @@ type syncController interface {
 	Engage(ctx context.Context, ws syncctrl.Workspace)
 	Start(ctx context.Context) error
 	Synced() <-chan struct{}
+	// KcpInformers are the kcp types whose informers the controller used,
+	// by endpoint cache.
+	KcpInformers() map[cache.Informers]sets.Set[schema.GroupVersionKind]
 }
 
 type running struct {
@@ -146,8 +160,9 @@ var (
 	_ mcmanager.Runnable    = &fleet{}
 )
 
-func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config) *fleet {
+func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config, unusedInformerTimeout time.Duration) *fleet {
 	return &fleet{
+		unused:      newUnusedInformers(unusedInformerTimeout),
 		log:         log,
 		scheme:      scheme,
 		base:        base,
@@ -167,6 +182,9 @@ func (f *fleet) Start(ctx context.Context) error {
 	close(f.started)
 	metrics.SetFleet(f.stats)
 	defer metrics.SetFleet(nil)
+	f.mu.Lock()
+	f.goroutine(func() { f.dropUnusedInformers(ctx) })
+	f.mu.Unlock()
 	<-ctx.Done()
 	f.mu.Lock()
 	f.stopping = true
@@ -301,28 +319,39 @@ const (
 func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep *endpoint) {
 	wait := endpointRetryMin
 	for {
-		f.provMu.RLock()
-		p := ep.provider
-		f.provMu.RUnlock()
 		// Each attempt has its own context: a failed Run can leave its
 		// cache running, which must end with the attempt.
 		attempt, cancel := context.WithCancel(ctx)
+		f.provMu.Lock()
+		p := ep.provider
+		ep.endAttempt = cancel
+		f.provMu.Unlock()
 		started := time.Now()
 		err := p.Run(attempt, f.mcMgr)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(started) > endpointRetryMax {
-			wait = endpointRetryMin // it worked for a while: a new failure starts over
+		f.provMu.Lock()
+		remake := ep.remake
+		ep.remake, ep.endAttempt = false, nil
+		f.provMu.Unlock()
+		if remake {
+			metrics.EndpointReconnects.WithLabelValues(metrics.ReconnectUnusedInformers).Inc()
+			f.log.Info("Reconnecting to a virtual workspace endpoint to drop informers no sync controller uses", "url", u)
+		} else {
+			metrics.EndpointReconnects.WithLabelValues(metrics.ReconnectFailed).Inc()
+			if time.Since(started) > endpointRetryMax {
+				wait = endpointRetryMin // it worked for a while: a new failure starts over
+			}
+			f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, endpointRetryMax)
 		}
-		f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, endpointRetryMax)
 		fresh, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
 		if err != nil {
 			f.log.Error(err, "Failed to create the connection to a virtual workspace endpoint", "url", u)
@@ -434,6 +463,9 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncContr
 	run := func() {
 		defer close(r.done)
 		err := ctrl.Start(ctx)
+		f.mu.Lock()
+		f.unused.retired(ctrl.KcpInformers())
+		f.mu.Unlock()
 		stopped := ctx.Err() != nil
 		cancel()
 		if stopped {
@@ -557,7 +589,7 @@ func (f *fleet) stats() metrics.FleetStats {
 	f.provMu.RUnlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := metrics.FleetStats{Controllers: map[string]int{}, Workspaces: len(f.clusters), Endpoints: endpoints}
+	s := metrics.FleetStats{Controllers: map[string]int{}, Workspaces: len(f.clusters), Endpoints: endpoints, UnusedKcpInformers: f.unusedCount}
 	for _, r := range f.controllers {
 		switch {
 		case r.key.deletionOnly:
@@ -585,4 +617,63 @@ func (f *fleet) count() int {
 func (r *running) stop() {
 	r.cancel()
 	<-r.done
+}
+
+// unusedInformerCheckMax bounds the period of the check for unused kcp
+// informers (half the timeout, if shorter).
+const unusedInformerCheckMax = time.Minute
+
+// dropUnusedInformers remakes, until ctx ends, the connection of every
+// endpoint that has held a kcp informer no running controller uses for the
+// timeout (see unusedInformers).
+func (f *fleet) dropUnusedInformers(ctx context.Context) {
+	if f.unused.grace <= 0 {
+		return
+	}
+	tick := time.NewTicker(max(min(f.unused.grace/2, unusedInformerCheckMax), time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		f.checkUnusedInformers()
+	}
+}
+
+// checkUnusedInformers runs one check of unused kcp informers and ends the
+// current connection of the endpoints to remake.
+func (f *fleet) checkUnusedInformers() {
+	f.provMu.RLock()
+	current := sets.New[cache.Informers]()
+	endpoints := map[cache.Informers]*endpoint{}
+	for _, ep := range f.providers {
+		w := cache.Informers(ep.provider.GetWildcard())
+		current.Insert(w)
+		endpoints[w] = ep
+	}
+	f.provMu.RUnlock()
+
+	f.mu.Lock()
+	inUse := map[cache.Informers]sets.Set[schema.GroupVersionKind]{}
+	for _, r := range f.controllers {
+		for ep, types := range r.ctrl.KcpInformers() {
+			inUse[ep] = types.Union(inUse[ep])
+		}
+	}
+	remake, unused := f.unused.check(f.now(), current, inUse)
+	f.unusedCount = unused
+	f.mu.Unlock()
+
+	f.provMu.Lock()
+	defer f.provMu.Unlock()
+	for _, w := range remake {
+		ep := endpoints[w]
+		if ep.provider.GetWildcard() != w || ep.endAttempt == nil {
+			continue // replaced meanwhile: its informers are gone anyway
+		}
+		ep.remake = true
+		ep.endAttempt()
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
@@ -27,6 +29,8 @@ type fakeController struct {
 	startErr error
 	// stopped is closed when Start has returned.
 	stopped chan struct{}
+	// kcpTypes are the kcp informers it reports.
+	kcpTypes map[cache.Informers]sets.Set[schema.GroupVersionKind]
 }
 
 func newFakeController() *fakeController {
@@ -52,6 +56,12 @@ func (c *fakeController) Start(ctx context.Context) error {
 
 func (c *fakeController) Synced() <-chan struct{} { return c.synced }
 
+func (c *fakeController) KcpInformers() map[cache.Informers]sets.Set[schema.GroupVersionKind] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kcpTypes
+}
+
 func (c *fakeController) workspaces() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -70,7 +80,7 @@ type fleetHarness struct {
 func newFleetHarness(t *testing.T) *fleetHarness {
 	t.Helper()
 	h := &fleetHarness{t: t, clock: time.Unix(1000, 0), notified: make(chan string, 100), stopped: make(chan struct{})}
-	h.fleet = newFleet(logr.Discard(), nil, nil)
+	h.fleet = newFleet(logr.Discard(), nil, nil, 0)
 	h.fleet.now = func() time.Time { return h.clock }
 	h.fleet.setNotify(func(pr string) { h.notified <- pr })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -277,7 +287,7 @@ func (fakeCluster) GetCache() cache.Cache { return nil }
 // TestFleetStats: a PublishedResource whose controller is retried after a
 // failure counts once (starting), not also as failed.
 func TestFleetStats(t *testing.T) {
-	f := newFleet(logr.Discard(), nil, nil)
+	f := newFleet(logr.Discard(), nil, nil, 0)
 	f.controllers["running"] = &running{synced: true}
 	f.controllers["retrying"] = &running{}
 	f.controllers["disabled"] = &running{key: controllerKey{deletionOnly: true}, synced: true}
@@ -289,4 +299,58 @@ func TestFleetStats(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
+}
+
+// TestStoppedControllersInformersAreHeld: the kcp informers a controller
+// used are held once it stopped, and only those no running controller uses
+// count as unused; an endpoint the fleet is not connected to holds none.
+func TestStoppedControllersInformersAreHeld(t *testing.T) {
+	h := newFleetHarness(t)
+	ep := fakeEndpoint("a")
+	thing, gadget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
+	old := newFakeController()
+	old.kcpTypes = map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing, gadget)}
+	h.ensure(key(1), old)
+	next := newFakeController()
+	next.kcpTypes = map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing)}
+	h.ensure(key(2), next) // stops old
+	<-old.stopped
+
+	f := h.fleet
+	f.mu.Lock()
+	inUse := map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing)}
+	_, unused := f.unused.check(h.clock, sets.New[cache.Informers](ep), inUse)
+	held := f.unused.held[ep].UnsortedList()
+	f.mu.Unlock()
+	if unused != 1 || len(held) != 1 || held[0] != gadget {
+		t.Errorf("held %v (%d unused), want only %v", held, unused, gadget)
+	}
+	// Not connected to it (the fleet has no providers): nothing held.
+	f.checkUnusedInformers()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.unused.held) != 0 || f.unusedCount != 0 {
+		t.Errorf("held %v (%d unused) for an endpoint the fleet is not connected to", f.unused.held, f.unusedCount)
+	}
+}
+
+// fakeEndpoint is an endpoint cache (only its identity matters).
+type fakeEndpoint string
+
+func (fakeEndpoint) GetInformer(context.Context, ctrlruntimeclient.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return nil, errors.New("no informers")
+}
+
+func (fakeEndpoint) GetInformerForKind(context.Context, schema.GroupVersionKind, ...cache.InformerGetOption) (cache.Informer, error) {
+	return nil, errors.New("no informers")
+}
+
+func (fakeEndpoint) RemoveInformer(context.Context, ctrlruntimeclient.Object) error { return nil }
+
+func (fakeEndpoint) Start(context.Context) error { return nil }
+
+func (fakeEndpoint) WaitForCacheSync(context.Context) bool { return true }
+
+func (fakeEndpoint) IndexField(context.Context, ctrlruntimeclient.Object, string, ctrlruntimeclient.IndexerFunc) error {
+	return nil
 }

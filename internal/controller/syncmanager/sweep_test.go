@@ -63,7 +63,7 @@ func TestSweepReadsLive(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "obj-state-ws1-x", Labels: map[string]string{keys.RemoteObjectCluster: "ws1"}},
 		Data:       map[string][]byte{"k": stored},
 	}
-	f := newFleet(logr.Discard(), nil, nil)
+	f := newFleet(logr.Discard(), nil, nil, 0)
 	cl := sweepCluster{server: fake.NewClientBuilder().WithObjects(thing.DeepCopy()).Build(), cache: fake.NewClientBuilder().Build()}
 	f.clusters["ws1"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "ws1", Cluster: cl}}
 	f.controllers["things"] = &running{key: controllerKey{remoteGVK: gvk}}
@@ -132,7 +132,7 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 		}
 		return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{apiBindings: "APIBindingList"}, objs...), nil
 	}
-	f := newFleet(logr.Discard(), nil, nil)
+	f := newFleet(logr.Discard(), nil, nil, 0)
 	f.providers["https://shard-a"] = &endpoint{}
 	f.controllers["things"] = &running{key: controllerKey{localGVK: localGVK}}
 	f.clusters["engaged"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "engaged", Cluster: sweepCluster{}}}
