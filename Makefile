@@ -12,6 +12,10 @@ CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/api-syncagent
 BIN_DIR   ?= _build
 ARTIFACTS ?= $(CURDIR)/_artifacts
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The commit and its time label the image (its files carry that time: two
+# builds of one commit give one digest).
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+CREATED   ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 LDFLAGS   := -X github.com/kcp-syncagent/api-syncagent/internal/version.Version=$(VERSION)
 
 E2E_TIMEOUT  ?= 60m
@@ -48,12 +52,13 @@ TESTBED_ENV = \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
 
 .PHONY: test
-test: verify test-unit fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, fuzzing (briefly), e2e tests and the short soak.
+test: verify test-unit image-test fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, the image check, fuzzing (briefly), e2e tests and the short soak.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (with the race detector), and the check of the PromQL the chart and docs ship (hack/promql).
+test-unit: ## Unit tests (with the race detector), the check of the PromQL the chart and docs ship (hack/promql), the image builder's tests (hack/image).
 	go test -race -count=1 $(UNIT_PKGS)
 	go -C hack/promql test -count=1 ./...
+	go -C hack/image test -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long run).
@@ -145,10 +150,57 @@ chart-crds: ## Copy deploy/crd/*.yaml into the chart (its crds.yaml template add
 chart-readme: ## Regenerate the values table of the chart's README from the comments in values.yaml.
 	UPDATE_README=true go test -count=1 -run TestREADME ./test/chart/
 
+# The image (hack/image): built from the static binaries with
+# go-containerregistry, no container engine. $(IMAGE_DIR)/oci is an OCI
+# layout of the multi-architecture index; $(IMAGE_DIR)/api-syncagent-<arch>.tar
+# loads with `docker load -i` or `kind load image-archive`.
+IMAGE_DIR   ?= $(BIN_DIR)/image
+IMAGE_ARCHS ?= amd64 arm64
+IMAGE_TOOL   = go -C hack/image run .
+
 .PHONY: image
-image: ## Build the container image $(IMAGE); needs a container engine (CONTAINER_ENGINE=docker or podman).
-	@command -v $(CONTAINER_ENGINE) >/dev/null || { echo "make image needs a container engine: install docker or podman (CONTAINER_ENGINE=podman)" >&2; exit 1; }
-	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) -t $(IMAGE) .
+image: ## Build the agent's OCI image (linux/amd64 and linux/arm64) into _build/image without a container engine, tagged $(IMAGE).
+	@set -e; for a in $(IMAGE_ARCHS); do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(IMAGE_DIR)/bin/api-syncagent-linux-$$a ./cmd/api-syncagent; \
+	done
+	$(IMAGE_TOOL) build -out $(CURDIR)/$(IMAGE_DIR) -image $(IMAGE) -version $(VERSION) -revision $(REVISION) -created $(CREATED) \
+		$(foreach a,$(IMAGE_ARCHS),-binary $(a)=$(CURDIR)/$(IMAGE_DIR)/bin/api-syncagent-linux-$(a)) | tee $(IMAGE_DIR)/digest
+
+.PHONY: image-push
+image-push: image ## Push the image to IMAGE=registry/name:tag (credentials of ~/.docker/config.json: docker login, podman login or crane auth login).
+	$(IMAGE_TOOL) push -layout $(CURDIR)/$(IMAGE_DIR)/oci -image $(IMAGE)
+
+.PHONY: image-test
+image-test: ## Build the image twice (one digest, or the build is not reproducible) and check its platforms, user, entrypoint, labels and files.
+	$(MAKE) --no-print-directory image IMAGE_DIR=$(BIN_DIR)/image-check-1 >/dev/null
+	$(MAKE) --no-print-directory image IMAGE_DIR=$(BIN_DIR)/image-check-2 >/dev/null
+	@cmp $(BIN_DIR)/image-check-1/digest $(BIN_DIR)/image-check-2/digest || { echo "two image builds of one commit gave different digests" >&2; exit 1; }
+	IMAGE_LAYOUT=$(CURDIR)/$(BIN_DIR)/image-check-1/oci IMAGE_VERSION=$(VERSION) IMAGE_REVISION=$(REVISION) go -C hack/image test -count=1 -run '^TestBuiltImage$$' -v ./... | grep -E '^(--- |ok|FAIL|PASS)'
+	@echo "image: reproducible, $$(cat $(BIN_DIR)/image-check-1/digest)"
+
+.PHONY: registry-login
+registry-login: ## Store credentials for REGISTRY (user REGISTRY_USER, password on standard input) where image-push and chart-push read them.
+	$(IMAGE_TOOL) login -registry $(REGISTRY) -username $(REGISTRY_USER)
+
+# The chart as an OCI artifact: version VERSION without its v, appVersion
+# VERSION (the image tag the release pushes).
+CHART_REPOSITORY ?= oci://ghcr.io/kcp-syncagent/charts
+HELM = $$($(BUILD_TOOL) hack/tools/helm helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm helm tools)
+
+.PHONY: chart-package
+chart-package: ## Package the chart into _build/chart (version VERSION without its v, appVersion VERSION).
+	rm -rf $(BIN_DIR)/chart && mkdir -p $(BIN_DIR)/chart
+	$(HELM) package $(CHART_DIR) --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(BIN_DIR)/chart
+
+.PHONY: chart-push
+chart-push: chart-package ## Push the packaged chart to CHART_REPOSITORY (oci://ghcr.io/kcp-syncagent/charts).
+	$(HELM) push $(BIN_DIR)/chart/api-syncagent-$(patsubst v%,%,$(VERSION)).tgz $(CHART_REPOSITORY)
+
+.PHONY: image-docker
+image-docker: ## The same image with a container engine (CONTAINER_ENGINE=docker or podman) from the Dockerfile, tagged $(IMAGE).
+	@command -v $(CONTAINER_ENGINE) >/dev/null || { echo "make image-docker needs a container engine: install docker or podman (CONTAINER_ENGINE=podman), or use make image" >&2; exit 1; }
+	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+		--build-arg CREATED=$$(date -u -d @$(CREATED) +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE) .
 
 .PHONY: demo
 demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.
@@ -164,4 +216,4 @@ clean-cache: ## Remove the cached test bed and tools.
 
 .PHONY: help
 help: ## Show this help.
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'

@@ -25,7 +25,7 @@ if [ -n "$unformatted" ]; then
   fail=1
 fi
 
-for mod in . sdk hack/refschema hack/promql; do
+for mod in . sdk hack/refschema hack/promql hack/image; do
   (cd "$mod" && go vet -tags e2e ./...) || fail=1
 done
 
@@ -33,7 +33,7 @@ done
 # github.com/kcp-dev/kcp/sdk through a module listing the proxy does not
 # serve. Its go.sum is complete for the build (hack/build-tool.sh builds
 # with -mod=readonly, so a missing entry fails there).
-for mod in . sdk hack/refschema hack/promql hack/testbed/kubernetes hack/testbed/etcd hack/tools/*/; do
+for mod in . sdk hack/refschema hack/promql hack/image hack/testbed/kubernetes hack/testbed/etcd hack/tools/*/; do
   mod=${mod%/}
   [ -f "$mod/go.mod" ] || continue
   before=$(cat "$mod/go.mod" "$mod/go.sum" 2>/dev/null)
@@ -43,6 +43,10 @@ for mod in . sdk hack/refschema hack/promql hack/testbed/kubernetes hack/testbed
     fail=1
   fi
 done
+
+# The GitHub Actions workflows (actionlint, built from the Go module proxy).
+actionlint=$(hack/build-tool.sh hack/tools/actionlint github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint actionlint tools)
+"$actionlint" .github/workflows/*.yml || fail=1
 
 [ $fail -eq 0 ] && echo "verify: ok"
 exit $fail

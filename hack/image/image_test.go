@@ -1,0 +1,347 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+var created = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeBinaries writes a distinct stand-in binary per architecture.
+func fakeBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	out := map[string]string{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		p := filepath.Join(dir, arch)
+		if err := os.WriteFile(p, []byte("\x7fELF stand-in for linux/"+arch), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out[arch] = p
+	}
+	return out
+}
+
+func digest(t *testing.T, o Options) v1.Hash {
+	t.Helper()
+	idx, _, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestBuildIsReproducible: the same inputs give the same index digest;
+// another version, another binary or another time does not.
+func TestBuildIsReproducible(t *testing.T) {
+	bins := fakeBinaries(t)
+	o := Options{Version: "v1.2.3", Revision: "abc", Created: created, Binaries: bins}
+	first, second := digest(t, o), digest(t, o)
+	if first != second {
+		t.Fatalf("two builds of the same inputs: %s and %s", first, second)
+	}
+	other := o
+	other.Version = "v1.2.4"
+	if digest(t, other) == first {
+		t.Error("another version gave the same digest")
+	}
+	other = o
+	other.Created = created.Add(time.Second)
+	if digest(t, other) == first {
+		t.Error("another creation time gave the same digest")
+	}
+	if err := os.WriteFile(bins["arm64"], []byte("changed"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if digest(t, o) == first {
+		t.Error("another binary gave the same digest")
+	}
+}
+
+// TestImage checks what a user of the image relies on, for every
+// architecture: platform, entrypoint, user, labels, the binary, CA
+// certificates, the non-root user's entries, and no shell.
+func TestImage(t *testing.T) {
+	o := Options{Version: "v1.2.3", Revision: "abc", Created: created, Binaries: fakeBinaries(t)}
+	idx, _, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, idx, o.Labels(), func(arch string) []byte {
+		b, err := os.ReadFile(o.Binaries[arch])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
+// TestBuiltImage checks the image make image built (IMAGE_LAYOUT, set by
+// make image-test) the same way, with the agent's real binaries.
+func TestBuiltImage(t *testing.T) {
+	dir := os.Getenv("IMAGE_LAYOUT")
+	if dir == "" {
+		t.Skip("IMAGE_LAYOUT is not set (make image-test sets it)")
+	}
+	idx, err := indexOf(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{LabelTitle: Title, LabelSource: Source, LabelVersion: os.Getenv("IMAGE_VERSION"), LabelRevision: os.Getenv("IMAGE_REVISION")}
+	checkIndex(t, idx, want, nil)
+}
+
+func checkIndex(t *testing.T, idx v1.ImageIndex, labels map[string]string, binary func(arch string) []byte) {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("manifest %s without a platform", d.Digest)
+		}
+		platforms = append(platforms, d.Platform.OS+"/"+d.Platform.Architecture)
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.OS != d.Platform.OS || cfg.Architecture != d.Platform.Architecture {
+			t.Errorf("%s: config says %s/%s", d.Platform, cfg.OS, cfg.Architecture)
+		}
+		if cfg.Config.User != User {
+			t.Errorf("%s: user %q, want %q", d.Platform, cfg.Config.User, User)
+		}
+		if !slices.Equal(cfg.Config.Entrypoint, []string{BinaryPath}) || len(cfg.Config.Cmd) != 0 {
+			t.Errorf("%s: entrypoint %q cmd %q, want [%s] and none", d.Platform, cfg.Config.Entrypoint, cfg.Config.Cmd, BinaryPath)
+		}
+		for k, v := range labels {
+			if got := cfg.Config.Labels[k]; got != v || v == "" {
+				t.Errorf("%s: label %s = %q, want %q (not empty)", d.Platform, k, got, v)
+			}
+		}
+		files := contents(t, img)
+		bin, ok := files[BinaryPath]
+		if !ok || bin.mode&0o111 == 0 {
+			t.Errorf("%s: no executable %s", d.Platform, BinaryPath)
+		} else if binary != nil && string(bin.body) != string(binary(d.Platform.Architecture)) {
+			t.Errorf("%s: %s is not the %s binary", d.Platform, BinaryPath, d.Platform.Architecture)
+		}
+		for _, shell := range []string{"/bin/sh", "/bin/bash", "/bin/ash", "/usr/bin/sh", "/bin/busybox"} {
+			if _, ok := files[shell]; ok {
+				t.Errorf("%s: has a shell %s", d.Platform, shell)
+			}
+		}
+		for p, f := range files {
+			if p != BinaryPath && !f.dir && f.mode&0o111 != 0 {
+				t.Errorf("%s: executable %s besides the agent", d.Platform, p)
+			}
+		}
+		if n := certificates(t, files[CertificatesPath].body); n < 100 {
+			t.Errorf("%s: %d CA certificates in %s, want the trust store's (over 100)", d.Platform, n, CertificatesPath)
+		}
+		if !strings.Contains(string(files["/etc/passwd"].body), "nonroot:x:65532:65532:") {
+			t.Errorf("%s: /etc/passwd has no nonroot user 65532", d.Platform)
+		}
+		if f := files["/tmp"]; !f.dir || f.mode&0o1777 != 0o1777 {
+			t.Errorf("%s: /tmp is not a world-writable sticky directory", d.Platform)
+		}
+	}
+	slices.Sort(platforms)
+	if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+		t.Errorf("platforms %v, want %v", platforms, want)
+	}
+}
+
+type file struct {
+	dir  bool
+	mode int64
+	body []byte
+}
+
+// contents is the image's file system, flattened (no whiteouts here).
+func contents(t *testing.T, img v1.Image) map[string]file {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]file{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["/"+strings.TrimSuffix(strings.TrimPrefix(h.Name, "/"), "/")] = file{dir: h.Typeflag == tar.TypeDir, mode: h.Mode, body: body}
+	}
+}
+
+func certificates(t *testing.T, bundle []byte) int {
+	t.Helper()
+	n := 0
+	for {
+		var block *pem.Block
+		block, bundle = pem.Decode(bundle)
+		if block == nil {
+			return n
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Fatalf("certificate %d: %v", n, err)
+		}
+		n++
+	}
+}
+
+// TestBuildCommand: build writes an OCI layout with the index and a
+// docker-loadable tarball per architecture, all tagged with the image
+// reference.
+func TestBuildCommand(t *testing.T) {
+	bins := fakeBinaries(t)
+	out := t.TempDir()
+	const ref = "registry.example/team/api-syncagent:v1.2.3"
+	args := []string{"build", "-out", out, "-image", ref, "-version", "v1.2.3", "-revision", "abc", "-created", "1700000000"}
+	for arch, p := range bins {
+		args = append(args, "-binary", arch+"="+p)
+	}
+	if err := run(args); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := indexOf(filepath.Join(out, "oci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 2 {
+		t.Fatalf("index of %d manifests, want 2", len(m.Manifests))
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for arch := range bins {
+		img, err := tarball.ImageFromPath(filepath.Join(out, "api-syncagent-"+arch+".tar"), &tag)
+		if err != nil {
+			t.Fatalf("%s tarball: %v", arch, err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Architecture != arch || cfg.Created.Unix() != 1700000000 {
+			t.Errorf("%s tarball: architecture %s, created %v", arch, cfg.Architecture, cfg.Created)
+		}
+	}
+	if err := run([]string{"build", "-out", out, "-image", ref, "-version", "v1", "-binary", "amd64"}); err == nil {
+		t.Error("a -binary without a path was accepted")
+	}
+}
+
+// TestDockerfileIsEquivalent: the Dockerfile (for people with a container
+// engine) gives the image the same user, entrypoint and labels.
+func TestDockerfileIsEquivalent(t *testing.T) {
+	f, err := os.Open("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var user, entrypoint string
+	labels := map[string]bool{}
+	inFinalStage := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		word, rest, _ := strings.Cut(line, " ")
+		switch word {
+		case "FROM":
+			inFinalStage = !strings.Contains(rest, " AS ")
+		case "USER":
+			user = rest
+		case "ENTRYPOINT":
+			entrypoint = rest
+		case "LABEL":
+			if inFinalStage {
+				for _, kv := range strings.Fields(strings.TrimSuffix(rest, "\\")) {
+					k, _, _ := strings.Cut(kv, "=")
+					labels[k] = true
+				}
+			}
+		default:
+			if inFinalStage && strings.HasPrefix(line, "org.opencontainers.") {
+				k, _, _ := strings.Cut(strings.TrimSuffix(line, "\\"), "=")
+				labels[strings.TrimSpace(k)] = true
+			}
+		}
+	}
+	if user != User {
+		t.Errorf("Dockerfile USER %q, want %q", user, User)
+	}
+	if entrypoint != `["`+BinaryPath+`"]` {
+		t.Errorf("Dockerfile ENTRYPOINT %s, want [%q]", entrypoint, BinaryPath)
+	}
+	for k := range (Options{}).Labels() {
+		if !labels[k] {
+			t.Errorf("Dockerfile sets no label %s", k)
+		}
+	}
+}
+
+// TestLogin: the credentials login stores are the ones push finds.
+func TestLogin(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", dir)
+	if err := login([]string{"-registry", "registry.example", "-username", "bot"}, strings.NewReader("s3cret\n")); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := name.NewRegistry("registry.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := authn.DefaultKeychain.Resolve(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := a.Authorization()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Username != "bot" || cfg.Password != "s3cret" {
+		t.Errorf("push would use %q/%q, want bot/s3cret", cfg.Username, cfg.Password)
+	}
+	if err := login([]string{"-registry", "registry.example", "-username", "bot"}, strings.NewReader("")); err == nil {
+		t.Error("an empty password was accepted")
+	}
+}
