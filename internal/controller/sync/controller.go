@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -133,6 +134,9 @@ type Options struct {
 	Log logr.Logger
 	// Events records Events on the PublishedResource.
 	Events record.EventRecorder
+	// KcpEvents returns the recorder of Events on kcp objects in a
+	// workspace (nil: the workspace's own).
+	KcpEvents func(workspace string) record.EventRecorder
 	// Informers counts the uses of the service-side informers; controllers
 	// that share caches share it.
 	Informers *SharedInformers
@@ -354,6 +358,7 @@ func New(opts Options) (*Controller, error) {
 		namespaceFilter: namespaceFilter,
 		log:             log,
 		prRecorder:      opts.Events,
+		kcpEvents:       opts.KcpEvents,
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
 		syncer: &syncer.Syncer{
@@ -436,6 +441,8 @@ type reconciler struct {
 	log             logr.Logger
 	// prRecorder records Events on the PublishedResource (service cluster).
 	prRecorder record.EventRecorder
+	// kcpEvents: see Options.KcpEvents.
+	kcpEvents func(workspace string) record.EventRecorder
 
 	// queue is the controller's (set when it starts).
 	queue *timedQueue
@@ -557,7 +564,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		}
 	}
 
-	recorder := cl.GetEventRecorderFor(ControllerName)
+	recorder := r.kcpRecorder(req.ClusterName, cl)
 	// The provider's client reads unstructured objects from the server.
 	ws := syncer.Workspace{Client: kcpClient, Live: cl.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
@@ -816,4 +823,12 @@ func (c *Controller) gauges() metrics.ControllerGauges {
 			return 0
 		},
 	}
+}
+
+// kcpRecorder records Events on kcp objects in a workspace.
+func (r *reconciler) kcpRecorder(workspace string, cl cluster.Cluster) record.EventRecorder {
+	if r.kcpEvents != nil {
+		return r.kcpEvents(workspace)
+	}
+	return cl.GetEventRecorderFor(ControllerName)
 }

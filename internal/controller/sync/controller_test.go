@@ -151,11 +151,15 @@ func (timeoutCache) GetInformer(ctx context.Context, _ ctrlruntimeclient.Object,
 // TestCachedReadsCutOffByAStop: a read cut off by the controller's stop
 // says so (lifecycle.Stopping), so that no error is logged for it.
 func TestCachedReadsCutOffByAStop(t *testing.T) {
-	c := cachedReads{Client: fake.NewClientBuilder().Build(), cache: timeoutCache{}}
+	recorded := false
+	c := cachedReads{Client: fake.NewClientBuilder().Build(), cache: timeoutCache{}, record: func(schema.GroupVersionKind) { recorded = true }}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "token"}, &corev1.Secret{})
 	if !lifecycle.Stopping(ctx, err) {
 		t.Errorf("err = %v: not seen as a stop", err)
+	}
+	if recorded {
+		t.Error("an informer the cache did not hand out was recorded as used")
 	}
 }

@@ -32,6 +32,9 @@ type Workspace struct {
 	// Endpoint holds the informers of the workspace's endpoint (its
 	// wildcard cache): every workspace of an endpoint shares them.
 	Endpoint cache.Informers
+	// EndpointID names the endpoint connection Endpoint belongs to (empty:
+	// none); the kcp informers the controller uses are recorded under it.
+	EndpointID string
 	// Lists, if set, lists one object of a resource across the endpoint.
 	// kcp's wildcard list of a new type lags its discovery for a few
 	// seconds; the endpoint's handlers are added once it answers, so that
@@ -91,6 +94,10 @@ type hub struct {
 	endpoints map[cache.Informers]*endpointWatch
 	// informers records the kcp types whose informers the controller used.
 	informers kcpInformers
+	// running counts the registration and replay goroutines: stop waits
+	// for them, so that nothing starts an informer after the controller
+	// stopped. Added to under mu while not stopped.
+	running sync.WaitGroup
 }
 
 type engagedWorkspace struct {
@@ -134,9 +141,10 @@ func (h *hub) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterf
 		if _, ok := h.endpoints[ws.Endpoint]; !ok {
 			ew := &endpointWatch{}
 			h.endpoints[ws.Endpoint] = ew
-			todo = append(todo, registration{ws.Endpoint, ws.Lists, ew})
+			todo = append(todo, registration{ws.Endpoint, ws.EndpointID, ws.Lists, ew})
 		}
 	}
+	h.running.Add(len(todo))
 	h.mu.Unlock()
 	for _, r := range todo {
 		go h.register(r)
@@ -148,9 +156,10 @@ func (h *hub) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterf
 func (h *hub) String() string { return "kcp workspaces" }
 
 type registration struct {
-	endpoint cache.Informers
-	lists    func(ctx context.Context, gvr schema.GroupVersionResource) error
-	watch    *endpointWatch
+	endpoint   cache.Informers
+	endpointID string
+	lists      func(ctx context.Context, gvr schema.GroupVersionResource) error
+	watch      *endpointWatch
 }
 
 // Engage routes the workspace's events to the controller from now until
@@ -182,7 +191,10 @@ func (h *hub) Engage(ctx context.Context, ws Workspace) {
 	case !registered:
 		ew := &endpointWatch{}
 		h.endpoints[ws.Endpoint] = ew
-		todo = &registration{ws.Endpoint, ws.Lists, ew}
+		todo = &registration{ws.Endpoint, ws.EndpointID, ws.Lists, ew}
+	}
+	if h.queue != nil {
+		h.running.Add(1) // a registration or a replay
 	}
 	h.mu.Unlock()
 	removeHandles(drop)
@@ -269,7 +281,9 @@ func (h *hub) forget(e *engagedWorkspace) []handle {
 	return ew.handles
 }
 
-// stop removes every handler; the hub routes nothing afterwards.
+// stop removes every handler and waits for the registrations and replays
+// under way (they end with the run context); the hub routes nothing
+// afterwards.
 func (h *hub) stop() {
 	h.mu.Lock()
 	h.stopped = true
@@ -285,6 +299,7 @@ func (h *hub) stop() {
 	h.endpoints = map[cache.Informers]*endpointWatch{}
 	h.mu.Unlock()
 	removeHandles(drop)
+	h.running.Wait()
 }
 
 // current reports whether a registration is still wanted.
@@ -298,6 +313,7 @@ func (h *hub) current(r registration) bool {
 // retrying with backoff while a type cannot be found, and keeps them if
 // the registration is still wanted.
 func (h *hub) register(r registration) {
+	defer h.running.Done()
 	wait := registerRetryMin
 	for _, w := range h.watches {
 		h.waitListed(r, w.gvr)
@@ -305,7 +321,7 @@ func (h *hub) register(r registration) {
 			if !h.current(r) {
 				return
 			}
-			hd, err := h.addHandler(r.endpoint, w)
+			hd, err := h.addHandler(r, w)
 			if err == nil {
 				// Kept at once, so that disengage and stop remove it; the
 				// primaries' handler (the first) makes the endpoint's
@@ -354,12 +370,13 @@ func (h *hub) waitListed(r registration, gvr schema.GroupVersionResource) {
 	}
 }
 
-func (h *hub) addHandler(ep cache.Informers, w kcpWatch) (handle, error) {
-	h.informers.used(ep, w.obj.GroupVersionKind())
+func (h *hub) addHandler(r registration, w kcpWatch) (handle, error) {
+	ep := r.endpoint
 	inf, err := ep.GetInformer(h.ctx, w.obj.DeepCopy(), cache.BlockUntilSynced(false))
 	if err != nil {
 		return handle{}, err
 	}
+	h.informers.used(r.endpointID, w.obj.GroupVersionKind())
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.route(ep, w, nil, obj) },
 		UpdateFunc: func(old, obj any) { h.route(ep, w, old, obj) },
@@ -395,6 +412,7 @@ func (h *hub) route(ep cache.Informers, w kcpWatch, oldObj, obj any) {
 // replay enqueues the primaries of a workspace engaged after its
 // endpoint's handlers listed the endpoint.
 func (h *hub) replay(e *engagedWorkspace) {
+	defer h.running.Done()
 	list := &unstructured.UnstructuredList{}
 	gvk := h.watches[0].obj.GroupVersionKind()
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))

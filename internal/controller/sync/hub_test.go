@@ -73,7 +73,7 @@ func (h *hubHarness) engage(name, endpoint string) {
 	h.t.Cleanup(cancel)
 	h.cancel[name] = cancel
 	ep := h.endpoints[endpoint]
-	h.hub.Engage(ctx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: ep}, Endpoint: ep})
+	h.hub.Engage(ctx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: ep}, Endpoint: ep, EndpointID: endpoint})
 }
 
 func (h *hubHarness) add(endpoint, cluster, name string) {
@@ -462,17 +462,44 @@ func TestKcpInformersAreRecordedPerEndpoint(t *testing.T) {
 	}
 	got := map[string][]string{}
 	for ep, types := range h.hub.informers.snapshot() {
-		for name, e := range h.endpoints {
-			if cache.Informers(e) == ep {
-				for _, gvk := range types.UnsortedList() {
-					got[name] = append(got[name], gvk.Kind)
-				}
-				slices.Sort(got[name])
-			}
+		for _, gvk := range types.UnsortedList() {
+			got[ep] = append(got[ep], gvk.Kind)
 		}
+		slices.Sort(got[ep])
 	}
 	want := map[string][]string{"a": {"Thing"}, "b": {"Secret", "Thing"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("recorded informers (-want +got):\n%s", diff)
+	}
+}
+
+// TestHubStopWaitsForRegistrations: a registration under way when the hub
+// stops is waited for, so that once the controller's Start returned its
+// record of kcp informers is complete and no handler is left behind.
+func TestHubStopWaitsForRegistrations(t *testing.T) {
+	h := newHubHarness(t)
+	ep := &slowInformers{fakeInformers: newFakeInformers(), slow: thingGVK, entered: make(chan struct{}), unblock: make(chan struct{})}
+	h.start()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.hub.Engage(ctx, Workspace{Name: "ws1", Cluster: &fakeCluster{name: "ws1", endpoint: ep.fakeInformers}, Endpoint: ep, EndpointID: "slow"})
+	<-ep.entered
+	stopped := make(chan struct{})
+	go func() {
+		h.hub.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		t.Fatal("stop returned while a registration was under way")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(ep.unblock)
+	<-stopped
+	if n := ep.handlerCount(); n != 0 {
+		t.Errorf("%d handlers left after the stop", n)
+	}
+	if got := h.hub.informers.snapshot()["slow"]; !got.Has(thingGVK) {
+		t.Errorf("the informer the registration got is not recorded: %v", got)
 	}
 }

@@ -5,26 +5,30 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // kcpInformers records the kcp types whose informers a controller started
-// or read through, per endpoint cache (the provider's wildcard cache, which
-// every workspace of the endpoint shares). The pinned kcp provider cannot
-// drop an informer (creating it again panics), so the fleet remakes an
-// endpoint's connection once it holds informers that no running controller
-// uses; this record tells it which those are.
+// or read through, per endpoint connection (its wildcard cache, which every
+// workspace of the endpoint shares), named by Workspace.EndpointID (a name
+// holds no cache alive). The pinned kcp provider cannot drop an informer
+// (creating it again panics), so the fleet remakes an endpoint's connection
+// once it holds informers that no running controller uses; this record
+// tells it which those are.
 type kcpInformers struct {
 	mu    gosync.Mutex
-	types map[cache.Informers]sets.Set[schema.GroupVersionKind]
+	types map[string]sets.Set[schema.GroupVersionKind]
 }
 
-// used records that gvk's informer of endpoint ep was used.
-func (k *kcpInformers) used(ep cache.Informers, gvk schema.GroupVersionKind) {
+// used records that gvk's informer of endpoint ep (Workspace.EndpointID;
+// empty: no endpoint) was used.
+func (k *kcpInformers) used(ep string, gvk schema.GroupVersionKind) {
+	if ep == "" {
+		return
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.types == nil {
-		k.types = map[cache.Informers]sets.Set[schema.GroupVersionKind]{}
+		k.types = map[string]sets.Set[schema.GroupVersionKind]{}
 	}
 	if k.types[ep] == nil {
 		k.types[ep] = sets.New[schema.GroupVersionKind]()
@@ -33,10 +37,10 @@ func (k *kcpInformers) used(ep cache.Informers, gvk schema.GroupVersionKind) {
 }
 
 // snapshot returns a copy of the record.
-func (k *kcpInformers) snapshot() map[cache.Informers]sets.Set[schema.GroupVersionKind] {
+func (k *kcpInformers) snapshot() map[string]sets.Set[schema.GroupVersionKind] {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make(map[cache.Informers]sets.Set[schema.GroupVersionKind], len(k.types))
+	out := make(map[string]sets.Set[schema.GroupVersionKind], len(k.types))
 	for ep, types := range k.types {
 		out[ep] = sets.New(types.UnsortedList()...)
 	}
@@ -44,8 +48,9 @@ func (k *kcpInformers) snapshot() map[cache.Informers]sets.Set[schema.GroupVersi
 }
 
 // KcpInformers returns the kcp types whose informers the controller used,
-// by endpoint cache (Workspace.Endpoint).
-func (c *Controller) KcpInformers() map[cache.Informers]sets.Set[schema.GroupVersionKind] {
+// by endpoint (Workspace.EndpointID). Once Start returned, it is complete:
+// nothing of the controller starts an informer any more.
+func (c *Controller) KcpInformers() map[string]sets.Set[schema.GroupVersionKind] {
 	return c.hub.informers.snapshot()
 }
 
@@ -56,5 +61,5 @@ func (c *Controller) KcpInformers() map[cache.Informers]sets.Set[schema.GroupVer
 // go to the workspace.
 func (h *hub) reads(ws Workspace) cachedReads {
 	return cachedReads{Client: ws.Cluster.GetClient(), cache: ws.Cluster.GetCache(),
-		record: func(gvk schema.GroupVersionKind) { h.informers.used(ws.Endpoint, gvk) }}
+		record: func(gvk schema.GroupVersionKind) { h.informers.used(ws.EndpointID, gvk) }}
 }

@@ -103,9 +103,6 @@ func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) err
 	if err != nil {
 		return err
 	}
-	if c.record != nil {
-		c.record(gvk)
-	}
 	var o ctrlruntimeclient.Object = typed(gvk)
 	if _, ok := obj.(runtime.Unstructured); !ok {
 		n, err := c.Scheme().New(gvk)
@@ -123,6 +120,9 @@ func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) err
 			err = errors.Join(err, ctx.Err())
 		}
 		return fmt.Errorf("failed to read %s from the workspace cache: %w", gvk, err)
+	}
+	if c.record != nil {
+		c.record(gvk)
 	}
 	return nil
 }

@@ -740,8 +740,11 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			RelatedCache:      r.relatedCache,
 			Log:               local.GetLogger(),
 			Events:            local.GetEventRecorderFor(syncctrl.ControllerName),
-			Informers:         r.informers,
-			Patrol:            syncctrl.Patrol{Interval: r.PatrolInterval, Report: r.PatrolReport},
+			KcpEvents: func(workspace string) record.EventRecorder {
+				return r.fleet.kcpEvents(workspace, syncctrl.ControllerName)
+			},
+			Informers: r.informers,
+			Patrol:    syncctrl.Patrol{Interval: r.PatrolInterval, Report: r.PatrolReport},
 			// Without these permissions the controller's caches of local
 			// copies and watched related objects would wait for a sync
 			// that never comes.

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcpevents"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
@@ -80,6 +81,10 @@ type fleet struct {
 	// mu); unusedCount is the number of unused types after the last check.
 	unused      *unusedInformers
 	unusedCount int
+
+	// events records Events on kcp objects (set by Start, shut down when
+	// everything else has stopped).
+	events *kcpevents.Recorder
 }
 
 type endpoint struct {
@@ -87,11 +92,19 @@ type endpoint struct {
 	cancel   context.CancelFunc
 	// lists lists objects across the endpoint's workspaces.
 	lists metadata.Interface
-	// endAttempt ends the provider's current run; remake (both guarded by
-	// fleet.provMu) says the run was ended to make a fresh connection.
-	endAttempt context.CancelFunc
-	remake     bool
+	// generation counts the providers of the endpoint: url#generation
+	// names the current connection (endpointID). endAttempt ends the
+	// current provider's run with a cause. Both guarded by fleet.provMu.
+	generation int
+	endAttempt context.CancelCauseFunc
 }
+
+// endpointID names the connection of an endpoint: each fresh provider is a
+// new connection, with new informers.
+func endpointID(url string, generation int) string { return fmt.Sprintf("%s#%d", url, generation) }
+
+// errRemake ends a provider's run to connect again without its informers.
+var errRemake = errors.New("made again to drop unused informers")
 
 type engaged struct {
 	ctx context.Context //nolint:containedctx // ends when the workspace is disengaged.
@@ -105,7 +118,7 @@ type syncController interface {
 	Synced() <-chan struct{}
 	// KcpInformers are the kcp types whose informers the controller used,
 	// by endpoint cache.
-	KcpInformers() map[cache.Informers]sets.Set[schema.GroupVersionKind]
+	KcpInformers() map[string]sets.Set[schema.GroupVersionKind]
 }
 
 type running struct {
@@ -179,6 +192,12 @@ func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config, unused
 // every controller and endpoint connection has stopped.
 func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
+	f.events = kcpevents.New(ctx, f.scheme, func(workspace string) ctrlruntimeclient.Client {
+		if cl := f.engagedCluster(workspace); cl != nil {
+			return cl.GetClient()
+		}
+		return nil
+	})
 	close(f.started)
 	metrics.SetFleet(f.stats)
 	defer metrics.SetFleet(nil)
@@ -190,7 +209,19 @@ func (f *fleet) Start(ctx context.Context) error {
 	f.stopping = true
 	f.mu.Unlock()
 	f.wg.Wait()
+	f.events.Shutdown()
 	return nil
+}
+
+// kcpEvents returns the recorder of component's Events on kcp objects in a
+// workspace (shared by all workspaces: see kcpevents).
+func (f *fleet) kcpEvents(workspace, component string) record.EventRecorder {
+	select {
+	case <-f.started:
+		return f.events.For(workspace, component)
+	default:
+		return &record.FakeRecorder{} // not started: nothing is engaged
+	}
 }
 
 // goroutine runs fn on a goroutine that Start waits for, unless the fleet
@@ -315,51 +346,66 @@ const (
 )
 
 // runEndpoint runs the endpoint's provider until ctx ends, replacing it
-// with a fresh one after each failure.
+// with a fresh one after each failure (with backoff) and at once when the
+// run was ended to drop unused informers.
 func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep *endpoint) {
 	wait := endpointRetryMin
 	for {
 		// Each attempt has its own context: a failed Run can leave its
 		// cache running, which must end with the attempt.
-		attempt, cancel := context.WithCancel(ctx)
+		attempt, cancel := context.WithCancelCause(ctx)
 		f.provMu.Lock()
 		p := ep.provider
 		ep.endAttempt = cancel
 		f.provMu.Unlock()
 		started := time.Now()
 		err := p.Run(attempt, f.mcMgr)
-		cancel()
+		remade := errors.Is(context.Cause(attempt), errRemake)
+		cancel(context.Canceled)
 		if ctx.Err() != nil {
 			return
 		}
-		f.provMu.Lock()
-		remake := ep.remake
-		ep.remake, ep.endAttempt = false, nil
-		f.provMu.Unlock()
-		if remake {
+		if remade {
 			metrics.EndpointReconnects.WithLabelValues(metrics.ReconnectUnusedInformers).Inc()
-			f.log.Info("Reconnecting to a virtual workspace endpoint to drop informers no sync controller uses", "url", u)
+			f.log.Info("Connecting again to a virtual workspace endpoint to drop informers no sync controller uses", "url", u)
 		} else {
 			metrics.EndpointReconnects.WithLabelValues(metrics.ReconnectFailed).Inc()
 			if time.Since(started) > endpointRetryMax {
 				wait = endpointRetryMin // it worked for a while: a new failure starts over
 			}
 			f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, wait) {
 				return
-			case <-time.After(wait):
 			}
 			wait = min(2*wait, endpointRetryMax)
 		}
-		fresh, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
-		if err != nil {
-			f.log.Error(err, "Failed to create the connection to a virtual workspace endpoint", "url", u)
-			continue
+		// The provider that ran cannot run again (its cache was started
+		// and stopped): only a fresh one.
+		for {
+			fresh, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
+			if err == nil {
+				f.provMu.Lock()
+				ep.provider = fresh
+				ep.generation++
+				f.provMu.Unlock()
+				break
+			}
+			f.log.Error(err, "Failed to create the connection to a virtual workspace endpoint", "url", u, "retry after", wait)
+			if !sleep(ctx, wait) {
+				return
+			}
+			wait = min(2*wait, endpointRetryMax)
 		}
-		f.provMu.Lock()
-		ep.provider = fresh
-		f.provMu.Unlock()
+	}
+}
+
+// sleep waits for d; false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -395,10 +441,10 @@ func (f *fleet) Engage(ctx context.Context, name string, cl cluster.Cluster) err
 func (f *fleet) workspace(ctx context.Context, name string, cl cluster.Cluster) syncctrl.Workspace {
 	f.provMu.RLock()
 	defer f.provMu.RUnlock()
-	for _, ep := range f.providers {
+	for u, ep := range f.providers {
 		if c, err := ep.provider.Get(ctx, name); err == nil && c == cl {
 			lists := ep.lists
-			return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: ep.provider.GetWildcard(),
+			return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: ep.provider.GetWildcard(), EndpointID: endpointID(u, ep.generation),
 				Lists: func(ctx context.Context, gvr schema.GroupVersionResource) error {
 					_, err := lists.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 					return err
@@ -463,24 +509,24 @@ func (f *fleet) Ensure(prName string, key controllerKey, build func() (syncContr
 	run := func() {
 		defer close(r.done)
 		err := ctrl.Start(ctx)
-		f.mu.Lock()
-		f.unused.retired(ctrl.KcpInformers())
-		f.mu.Unlock()
 		stopped := ctx.Err() != nil
 		cancel()
-		if stopped {
-			return
-		}
-		if err == nil {
+		if !stopped && err == nil {
 			err = errors.New("the sync controller stopped unexpectedly")
 		}
-		f.log.Error(err, "Sync controller failed", "publishedresource", prName)
+		// One critical section: a check in between would count the
+		// types as in use by a controller that no longer runs.
 		f.mu.Lock()
-		if f.controllers[prName] == r {
+		f.unused.retired(f.now(), ctrl.KcpInformers())
+		if !stopped && f.controllers[prName] == r {
 			delete(f.controllers, prName)
 			f.failed(prName, key, err)
 		}
 		f.mu.Unlock()
+		if stopped {
+			return
+		}
+		f.log.Error(err, "Sync controller failed", "publishedresource", prName)
 		metrics.SyncControllers.Set(float64(f.count()))
 		f.changed(prName)
 	}
@@ -623,14 +669,14 @@ func (r *running) stop() {
 // informers (half the timeout, if shorter).
 const unusedInformerCheckMax = time.Minute
 
-// dropUnusedInformers remakes, until ctx ends, the connection of every
-// endpoint that has held a kcp informer no running controller uses for the
-// timeout (see unusedInformers).
+// dropUnusedInformers checks for unused kcp informers until ctx ends (see
+// unusedInformers); with a timeout of 0 it only counts them.
 func (f *fleet) dropUnusedInformers(ctx context.Context) {
-	if f.unused.grace <= 0 {
-		return
+	period := unusedInformerCheckMax
+	if t := f.unused.timeout; t > 0 {
+		period = max(min(t/2, unusedInformerCheckMax), time.Second)
 	}
-	tick := time.NewTicker(max(min(f.unused.grace/2, unusedInformerCheckMax), time.Second))
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
@@ -643,20 +689,17 @@ func (f *fleet) dropUnusedInformers(ctx context.Context) {
 }
 
 // checkUnusedInformers runs one check of unused kcp informers and ends the
-// current connection of the endpoints to remake.
+// current run of the endpoints to connect again.
 func (f *fleet) checkUnusedInformers() {
 	f.provMu.RLock()
-	current := sets.New[cache.Informers]()
-	endpoints := map[cache.Informers]*endpoint{}
-	for _, ep := range f.providers {
-		w := cache.Informers(ep.provider.GetWildcard())
-		current.Insert(w)
-		endpoints[w] = ep
+	current := sets.New[string]()
+	for u, ep := range f.providers {
+		current.Insert(endpointID(u, ep.generation))
 	}
 	f.provMu.RUnlock()
 
 	f.mu.Lock()
-	inUse := map[cache.Informers]sets.Set[schema.GroupVersionKind]{}
+	inUse := map[string]sets.Set[schema.GroupVersionKind]{}
 	for _, r := range f.controllers {
 		for ep, types := range r.ctrl.KcpInformers() {
 			inUse[ep] = types.Union(inUse[ep])
@@ -668,12 +711,23 @@ func (f *fleet) checkUnusedInformers() {
 
 	f.provMu.Lock()
 	defer f.provMu.Unlock()
-	for _, w := range remake {
-		ep := endpoints[w]
-		if ep.provider.GetWildcard() != w || ep.endAttempt == nil {
-			continue // replaced meanwhile: its informers are gone anyway
+	for _, id := range remake {
+		for u, ep := range f.providers {
+			// A connection replaced meanwhile has lost its informers.
+			if endpointID(u, ep.generation) == id && ep.endAttempt != nil {
+				ep.endAttempt(errRemake)
+			}
 		}
-		ep.remake = true
-		ep.endAttempt()
+	}
+}
+
+// usedBy records that something other than a controller (the sweeper)
+// used the kcp informer of gvk through a workspace's connection: it is held
+// like those of stopped controllers.
+func (f *fleet) usedBy(workspace string, gvk schema.GroupVersionKind) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if id := f.clusters[workspace].ws.EndpointID; id != "" {
+		f.unused.retired(f.now(), map[string]sets.Set[schema.GroupVersionKind]{id: sets.New(gvk)})
 	}
 }

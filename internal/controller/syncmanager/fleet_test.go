@@ -3,6 +3,7 @@ package syncmanager
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
@@ -30,7 +30,7 @@ type fakeController struct {
 	// stopped is closed when Start has returned.
 	stopped chan struct{}
 	// kcpTypes are the kcp informers it reports.
-	kcpTypes map[cache.Informers]sets.Set[schema.GroupVersionKind]
+	kcpTypes map[string]sets.Set[schema.GroupVersionKind]
 }
 
 func newFakeController() *fakeController {
@@ -56,7 +56,7 @@ func (c *fakeController) Start(ctx context.Context) error {
 
 func (c *fakeController) Synced() <-chan struct{} { return c.synced }
 
-func (c *fakeController) KcpInformers() map[cache.Informers]sets.Set[schema.GroupVersionKind] {
+func (c *fakeController) KcpInformers() map[string]sets.Set[schema.GroupVersionKind] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.kcpTypes
@@ -302,55 +302,77 @@ func TestFleetStats(t *testing.T) {
 }
 
 // TestStoppedControllersInformersAreHeld: the kcp informers a controller
-// used are held once it stopped, and only those no running controller uses
-// count as unused; an endpoint the fleet is not connected to holds none.
+// used are held once it stopped or failed, and only those no running
+// controller uses count as unused; the sweeper's reads are held too; a
+// connection the fleet does not have holds none.
 func TestStoppedControllersInformersAreHeld(t *testing.T) {
 	h := newFleetHarness(t)
-	ep := fakeEndpoint("a")
 	thing, gadget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
+	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 	old := newFakeController()
-	old.kcpTypes = map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing, gadget)}
+	old.kcpTypes = map[string]sets.Set[schema.GroupVersionKind]{"a#0": sets.New(thing, gadget)}
 	h.ensure(key(1), old)
 	next := newFakeController()
-	next.kcpTypes = map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing)}
+	next.kcpTypes = map[string]sets.Set[schema.GroupVersionKind]{"a#0": sets.New(thing)}
 	h.ensure(key(2), next) // stops old
 	<-old.stopped
+	// A controller that fails (another PublishedResource).
+	failing := newFakeController()
+	failing.startErr = errors.New("boom")
+	failing.kcpTypes = map[string]sets.Set[schema.GroupVersionKind]{"a#0": sets.New(secret)}
+	h.fleet.Ensure("other", key(1), func() (syncController, error) { return failing, nil })
+	<-failing.stopped
 
 	f := h.fleet
-	f.mu.Lock()
-	inUse := map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(thing)}
-	_, unused := f.unused.check(h.clock, sets.New[cache.Informers](ep), inUse)
-	held := f.unused.held[ep].UnsortedList()
-	f.mu.Unlock()
-	if unused != 1 || len(held) != 1 || held[0] != gadget {
-		t.Errorf("held %v (%d unused), want only %v", held, unused, gadget)
+	held := func() []string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		inUse := map[string]sets.Set[schema.GroupVersionKind]{}
+		for _, r := range f.controllers {
+			for ep, types := range r.ctrl.KcpInformers() {
+				inUse[ep] = types.Union(inUse[ep])
+			}
+		}
+		_, unused := f.unused.check(h.clock, sets.New("a#0"), inUse)
+		var kinds []string
+		for gvk := range f.unused.held["a#0"] {
+			kinds = append(kinds, gvk.Kind)
+		}
+		slices.Sort(kinds)
+		if unused != len(kinds) {
+			t.Errorf("%d unused for %v", unused, kinds)
+		}
+		return kinds
 	}
-	// Not connected to it (the fleet has no providers): nothing held.
+	eventually(t, "the failed controller's types held", func() bool { return len(held()) == 2 })
+	if diff := cmp.Diff([]string{"Gadget", "Secret"}, held()); diff != "" {
+		t.Errorf("held (-want +got):\n%s", diff)
+	}
+	// The sweeper read ConfigMaps through ws1's connection.
+	f.mu.Lock()
+	f.clusters["ws1"] = engaged{ws: syncctrl.Workspace{Name: "ws1", EndpointID: "a#0"}}
+	f.mu.Unlock()
+	f.usedBy("ws1", schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	if diff := cmp.Diff([]string{"ConfigMap", "Gadget", "Secret"}, held()); diff != "" {
+		t.Errorf("held after the sweep (-want +got):\n%s", diff)
+	}
+	// The fleet is connected to no endpoint: a check forgets them all.
 	f.checkUnusedInformers()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.unused.held) != 0 || f.unusedCount != 0 {
-		t.Errorf("held %v (%d unused) for an endpoint the fleet is not connected to", f.unused.held, f.unusedCount)
+		t.Errorf("held %v (%d unused) for a connection the fleet does not have", f.unused.held, f.unusedCount)
 	}
 }
 
-// fakeEndpoint is an endpoint cache (only its identity matters).
-type fakeEndpoint string
-
-func (fakeEndpoint) GetInformer(context.Context, ctrlruntimeclient.Object, ...cache.InformerGetOption) (cache.Informer, error) {
-	return nil, errors.New("no informers")
-}
-
-func (fakeEndpoint) GetInformerForKind(context.Context, schema.GroupVersionKind, ...cache.InformerGetOption) (cache.Informer, error) {
-	return nil, errors.New("no informers")
-}
-
-func (fakeEndpoint) RemoveInformer(context.Context, ctrlruntimeclient.Object) error { return nil }
-
-func (fakeEndpoint) Start(context.Context) error { return nil }
-
-func (fakeEndpoint) WaitForCacheSync(context.Context) bool { return true }
-
-func (fakeEndpoint) IndexField(context.Context, ctrlruntimeclient.Object, string, ctrlruntimeclient.IndexerFunc) error {
-	return nil
+// eventually waits until cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // unusedInformers decides when an endpoint's connection is remade to drop
@@ -17,54 +16,63 @@ import (
 // lives. A fresh connection starts only the informers the running
 // controllers ask for again; it costs one list of those types.
 //
-// The types of stopped controllers are held per endpoint cache; a type a
-// running controller uses is no longer held (that controller's record
-// holds it when it stops). An endpoint that has held an unused type for
-// the whole grace period is remade, and forgotten: its cache is replaced.
+// Endpoint connections are named (endpointID), so that nothing here holds
+// a cache alive. The types of stopped controllers (and of the sweeper's
+// reads) are held per connection with the time they were first held; a
+// type a running controller uses is no longer held (that controller's own
+// record holds it when it stops). A connection that has held an unused
+// type for the whole timeout is remade and forgotten; so is one that is
+// gone. A timeout of 0 counts unused types but never remakes.
 type unusedInformers struct {
-	grace time.Duration
-	held  map[cache.Informers]sets.Set[schema.GroupVersionKind]
-	since map[cache.Informers]time.Time
+	timeout time.Duration
+	held    map[string]map[schema.GroupVersionKind]time.Time
 }
 
-func newUnusedInformers(grace time.Duration) *unusedInformers {
-	return &unusedInformers{grace: grace,
-		held:  map[cache.Informers]sets.Set[schema.GroupVersionKind]{},
-		since: map[cache.Informers]time.Time{}}
+func newUnusedInformers(timeout time.Duration) *unusedInformers {
+	return &unusedInformers{timeout: timeout, held: map[string]map[schema.GroupVersionKind]time.Time{}}
 }
 
-// retired holds the informers a controller used before it stopped.
-func (u *unusedInformers) retired(used map[cache.Informers]sets.Set[schema.GroupVersionKind]) {
+// retired holds, from now, the informers a stopped user used.
+func (u *unusedInformers) retired(now time.Time, used map[string]sets.Set[schema.GroupVersionKind]) {
 	for ep, types := range used {
 		if u.held[ep] == nil {
-			u.held[ep] = sets.New[schema.GroupVersionKind]()
+			u.held[ep] = map[schema.GroupVersionKind]time.Time{}
 		}
-		u.held[ep] = u.held[ep].Union(types)
+		for gvk := range types {
+			if _, ok := u.held[ep][gvk]; !ok {
+				u.held[ep][gvk] = now
+			}
+		}
 	}
 }
 
-// check returns the endpoint caches to remake now, given the current
-// endpoint caches and the types the running controllers use, and how many
-// unused types the current endpoints hold afterwards.
-func (u *unusedInformers) check(now time.Time, current sets.Set[cache.Informers], inUse map[cache.Informers]sets.Set[schema.GroupVersionKind]) (remake []cache.Informers, unused int) {
+// check returns the connections to remake now, given the current ones and
+// the types the running controllers use, and how many unused types the
+// current connections hold afterwards.
+func (u *unusedInformers) check(now time.Time, current sets.Set[string], inUse map[string]sets.Set[schema.GroupVersionKind]) (remake []string, unused int) {
 	for ep, types := range u.held {
-		types = types.Difference(inUse[ep])
-		if !current.Has(ep) || types.Len() == 0 {
+		if !current.Has(ep) {
 			delete(u.held, ep)
-			delete(u.since, ep)
 			continue
 		}
-		u.held[ep] = types
-		if _, ok := u.since[ep]; !ok {
-			u.since[ep] = now
+		expired := false
+		for gvk, since := range types {
+			switch {
+			case inUse[ep].Has(gvk):
+				delete(types, gvk)
+			case u.timeout > 0 && now.Sub(since) >= u.timeout:
+				expired = true
+			}
 		}
-		if u.grace > 0 && now.Sub(u.since[ep]) >= u.grace {
+		switch {
+		case len(types) == 0:
+			delete(u.held, ep)
+		case expired:
 			remake = append(remake, ep)
 			delete(u.held, ep)
-			delete(u.since, ep)
-			continue
+		default:
+			unused += len(types)
 		}
-		unused += types.Len()
 	}
 	return remake, unused
 }

@@ -1,6 +1,7 @@
 package syncmanager
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,100 +9,102 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
 // TestUnusedInformers walks the decision through its transitions: a type
-// only stopped controllers used is held and, after the timeout, its
-// endpoint is remade (once, and then forgotten); a type a running
-// controller uses is not held; an endpoint the fleet left is forgotten; a
-// timeout of 0 never remakes.
+// only stopped controllers used is held and, once it has been held for the
+// timeout, its connection is remade (once, and then forgotten); a type a
+// running controller uses is not held; each type has its own timeout; a
+// connection that is gone is forgotten; a timeout of 0 counts and never
+// remakes.
 func TestUnusedInformers(t *testing.T) {
-	a, b := fakeEndpoint("a"), fakeEndpoint("b")
 	thing := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
 	gadget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}
 	secret := schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
-	types := func(ep cache.Informers, gvks ...schema.GroupVersionKind) map[cache.Informers]sets.Set[schema.GroupVersionKind] {
-		return map[cache.Informers]sets.Set[schema.GroupVersionKind]{ep: sets.New(gvks...)}
+	types := func(ep string, gvks ...schema.GroupVersionKind) map[string]sets.Set[schema.GroupVersionKind] {
+		return map[string]sets.Set[schema.GroupVersionKind]{ep: sets.New(gvks...)}
 	}
-	both := sets.New[cache.Informers](a, b)
+	both := sets.New("a#1", "b#1")
 	type step struct {
 		after   time.Duration // since the start
-		retired map[cache.Informers]sets.Set[schema.GroupVersionKind]
-		current sets.Set[cache.Informers]
-		inUse   map[cache.Informers]sets.Set[schema.GroupVersionKind]
-		remake  []cache.Informers
+		retired map[string]sets.Set[schema.GroupVersionKind]
+		current sets.Set[string]
+		inUse   map[string]sets.Set[schema.GroupVersionKind]
+		remake  []string
 		unused  int
 	}
-	const grace = 10 * time.Minute
+	const timeout = 10 * time.Minute
 	for _, tc := range []struct {
-		name  string
-		grace time.Duration
-		steps []step
+		name    string
+		timeout time.Duration
+		steps   []step
 	}{{
 		name: "a deleted PublishedResource's types are dropped after the timeout, once",
 		steps: []step{
-			{retired: types(a, thing, secret), current: both, unused: 2},
-			{after: grace - time.Second, current: both, unused: 2},
-			{after: grace, current: both, remake: []cache.Informers{a}},
-			{after: 2 * grace, current: both},
+			{retired: types("a#1", thing, secret), current: both, unused: 2},
+			{after: timeout - time.Second, current: both, unused: 2},
+			{after: timeout, current: both, remake: []string{"a#1"}},
+			{after: 2 * timeout, current: both},
 		},
 	}, {
 		name: "a type a running controller uses is not held, the others are",
 		steps: []step{
-			{retired: types(a, thing, secret), current: both, inUse: types(a, thing), unused: 1},
+			{retired: types("a#1", thing, secret), current: both, inUse: types("a#1", thing), unused: 1},
 			// The running controller stops later: its own record holds it.
-			{after: time.Minute, retired: types(a, thing), current: both, unused: 2},
-			{after: grace, current: both, remake: []cache.Informers{a}},
+			{after: time.Minute, retired: types("a#1", thing), current: both, unused: 2},
+			{after: timeout, current: both, remake: []string{"a#1"}},
 		},
 	}, {
 		name: "a restarted controller that uses its types again holds nothing",
 		steps: []step{
-			{retired: types(a, thing), current: both, inUse: types(a, thing)},
-			{after: 2 * grace, current: both, inUse: types(a, thing)},
+			{retired: types("a#1", thing), current: both, inUse: types("a#1", thing)},
+			{after: 2 * timeout, current: both, inUse: types("a#1", thing)},
 		},
 	}, {
-		name: "used again before the timeout: no remake, and a later stop starts a new timeout",
+		name: "each type has its own timeout",
 		steps: []step{
-			{retired: types(a, gadget), current: both, unused: 1},
-			{after: grace / 2, current: both, inUse: types(a, gadget)},
-			{after: grace, retired: types(a, gadget), current: both, unused: 1},
-			{after: grace + grace/2, current: both, unused: 1},
-			{after: 2 * grace, current: both, remake: []cache.Informers{a}},
+			{retired: types("a#1", gadget), current: both, unused: 1},
+			{after: timeout / 2, current: both, inUse: types("a#1", gadget)},
+			{after: timeout - time.Minute, retired: types("a#1", gadget), current: both, unused: 1},
+			{after: timeout + time.Minute, current: both, unused: 1},
+			{after: 2*timeout - time.Minute, current: both, remake: []string{"a#1"}},
 		},
 	}, {
-		name: "the same type on another endpoint is that endpoint's",
+		name: "the same type on another connection is that connection's",
 		steps: []step{
-			{retired: types(b, thing), current: both, inUse: types(a, thing), unused: 1},
-			{after: grace, current: both, inUse: types(a, thing), remake: []cache.Informers{b}},
+			{retired: types("b#1", thing), current: both, inUse: types("a#1", thing), unused: 1},
+			{after: timeout, current: both, inUse: types("a#1", thing), remake: []string{"b#1"}},
 		},
 	}, {
-		name: "an endpoint replaced or left is forgotten",
+		name: "a connection replaced or left is forgotten",
 		steps: []step{
-			{retired: types(a, thing), current: both, unused: 1},
-			{after: time.Minute, current: sets.New[cache.Informers](b)},
-			{after: grace, current: both},
+			{retired: types("a#1", thing), current: both, unused: 1},
+			{after: time.Minute, current: sets.New("a#2", "b#1")},
+			{after: timeout, current: sets.New("a#2", "b#1")},
 		},
 	}, {
-		name:  "a timeout of 0 counts but never remakes",
-		grace: -1,
+		name:    "a timeout of 0 counts but never remakes",
+		timeout: -1,
 		steps: []step{
-			{retired: types(a, thing), current: both, unused: 1},
-			{after: 100 * grace, current: both, unused: 1},
+			{retired: types("a#1", thing), current: both, unused: 1},
+			{after: 100 * timeout, current: both, unused: 1},
+			{after: 101 * timeout, current: sets.New("b#1")},
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := grace
-			if tc.grace < 0 {
-				g = 0
+			d := timeout
+			if tc.timeout < 0 {
+				d = 0
 			}
-			u := newUnusedInformers(g)
+			u := newUnusedInformers(d)
 			start := time.Unix(1000, 0)
 			for i, s := range tc.steps {
+				now := start.Add(s.after)
 				if s.retired != nil {
-					u.retired(s.retired)
+					u.retired(now, s.retired)
 				}
-				remake, unused := u.check(start.Add(s.after), s.current, s.inUse)
+				remake, unused := u.check(now, s.current, s.inUse)
+				slices.Sort(remake)
 				if diff := cmp.Diff(s.remake, remake); diff != "" || unused != s.unused {
 					t.Fatalf("step %d: remake (-want +got):\n%s\nunused %d, want %d", i, diff, unused, s.unused)
 				}

@@ -295,8 +295,8 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 
 // releaseEvent records ObjectReleased on an object of an engaged workspace.
 func (f *fleet) releaseEvent(cluster string, obj *unstructured.Unstructured) {
-	if cl := f.engagedCluster(cluster); cl != nil {
-		cl.GetEventRecorderFor(ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
+	if f.engagedCluster(cluster) != nil {
+		f.kcpEvents(cluster, ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
 	}
 }
 

@@ -126,7 +126,10 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
 		key := types.NamespacedName{Namespace: stored.GetNamespace(), Name: stored.GetName()}
-		if cl.GetCache().Get(ctx, key, obj) == nil {
+		err := cl.GetCache().Get(ctx, key, obj)
+		// The read may have started the informer of the type.
+		s.fleet.usedBy(secret.Labels[keys.RemoteObjectCluster], gvk)
+		if err == nil {
 			// In the cache: alive, no request needed.
 			return false
 		}
