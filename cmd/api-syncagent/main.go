@@ -15,14 +15,20 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/app"
 	agentlog "github.com/kcp-syncagent/api-syncagent/internal/log"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
+	"github.com/kcp-syncagent/api-syncagent/internal/preview"
 )
 
 func main() {
+	// A subcommand of its own; the agent's flags are untouched.
+	if len(os.Args) > 1 && os.Args[1] == "preview" {
+		os.Exit(preview.Command(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	o := options.New()
 	fs := pflag.NewFlagSet("api-syncagent", pflag.ContinueOnError)
 	fs.SortFlags = true
 	fs.Usage = func() {
-		fmt.Fprintf(os.Stderr, "Usage: api-syncagent --kcp-kubeconfig=FILE --namespace=NS (--apiexportendpointslice-ref=NAME | --apiexport-ref=NAME) [flags]\n\n")
+		fmt.Fprintf(os.Stderr, "Usage: api-syncagent --kcp-kubeconfig=FILE --namespace=NS (--apiexportendpointslice-ref=NAME | --apiexport-ref=NAME) [flags]\n")
+		fmt.Fprintf(os.Stderr, "       api-syncagent preview -f PUBLISHEDRESOURCE (--crd FILE | --kubeconfig FILE) [--object FILE]... (see api-syncagent preview --help)\n\n")
 		fmt.Fprintf(os.Stderr, "Publishes APIs of this service cluster into kcp (PublishedResources) and syncs their objects.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
@@ -30,9 +28,6 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/validation"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
-
-// defaultNameValidation is kcp's default of APIResourceSchema spec.nameValidation.
-const defaultNameValidation = "DNS1123Subdomain"
 
 // errConflict marks a schema name collision (contract §7 #22).
 var errConflict = errors.New("an APIResourceSchema with this name but a different spec exists")
@@ -139,18 +134,9 @@ func (r *Reconciler) ensureSchema(ctx context.Context, pr *syncagentv1alpha1.Pub
 		return name, nil
 	}
 
-	want, err := kcpapisv1alpha1.CRDToAPIResourceSchema(projected, strings.TrimSuffix(name, "."+projected.Name))
+	want, err := projection.Schema(src, projected, r.AgentName)
 	if err != nil {
-		return "", &projection.Error{Reason: syncagentv1alpha1.ReasonInvalidProjection, Message: fmt.Sprintf("cannot convert the projected CRD: %v", err)}
-	}
-	if want.Spec.NameValidation == "" {
-		// kcp defaults it; set it so our spec compares equal to the stored one.
-		want.Spec.NameValidation = defaultNameValidation
-	}
-	want.Labels = map[string]string{keys.AgentName: r.AgentName}
-	want.Annotations = map[string]string{
-		keys.AgentName:        r.AgentName,
-		keys.SourceGeneration: strconv.FormatInt(src.Generation, 10),
+		return "", err
 	}
 
 	log := ctrl.LoggerFrom(ctx).WithValues("apiresourceschema", name)

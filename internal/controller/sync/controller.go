@@ -35,9 +35,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
-	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -149,9 +147,7 @@ type Options struct {
 }
 
 // RelatedTypes are the types of one related entry on both sides.
-type RelatedTypes struct {
-	Kcp, Service related.Type
-}
+type RelatedTypes = related.Types
 
 // Controller is one PublishedResource's sync controller.
 type Controller struct {
@@ -277,46 +273,14 @@ func (c *Controller) serviceTypes() []serviceType {
 // and starts it.
 func New(opts Options) (*Controller, error) {
 	pr := opts.PublishedResource
-	namer, err := naming.NewNamer(pr.Spec.Naming)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	var specRules, statusRules []syncagentv1alpha1.ResourceMutation
-	if m := pr.Spec.Mutation; m != nil {
-		specRules, statusRules = m.Spec, m.Status
-	}
-	specMutator, err := mutation.Compile(specRules)
-	if err != nil {
-		return nil, fmt.Errorf("%w: spec.mutation.spec: %w", ErrInvalidConfig, err)
-	}
-	statusMutator, err := mutation.Compile(statusRules)
-	if err != nil {
-		return nil, fmt.Errorf("%w: spec.mutation.status: %w", ErrInvalidConfig, err)
-	}
 	if len(opts.RelatedTypes) != len(pr.Spec.Related) {
 		return nil, fmt.Errorf("the types of %d related entries are needed, got %d", len(pr.Spec.Related), len(opts.RelatedTypes))
 	}
-	var entries []*related.Entry
-	for i := range pr.Spec.Related {
-		e, err := related.Compile(&pr.Spec.Related[i], opts.RelatedTypes[i].Kcp, opts.RelatedTypes[i].Service)
-		if err != nil {
-			return nil, fmt.Errorf("%w: spec.related[%d]: %w", ErrInvalidConfig, i, err)
-		}
-		entries = append(entries, e)
+	rules, err := syncer.Compile(pr, opts.RelatedTypes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	var resourceFilter, namespaceFilter labels.Selector
-	if f := pr.Spec.Filter; f != nil {
-		if f.Resource != nil {
-			if resourceFilter, err = metav1.LabelSelectorAsSelector(f.Resource); err != nil {
-				return nil, fmt.Errorf("%w: spec.filter.resource: %w", ErrInvalidConfig, err)
-			}
-		}
-		if f.Namespace != nil {
-			if namespaceFilter, err = metav1.LabelSelectorAsSelector(f.Namespace); err != nil {
-				return nil, fmt.Errorf("%w: spec.filter.namespace: %w", ErrInvalidConfig, err)
-			}
-		}
-	}
+	entries := rules.Related
 	if opts.Workers <= 0 {
 		opts.Workers = 4
 	}
@@ -354,8 +318,8 @@ func New(opts Options) (*Controller, error) {
 		pr:              pr,
 		remoteGVK:       opts.RemoteGVK,
 		deletionOnly:    opts.DeletionOnly,
-		resourceFilter:  resourceFilter,
-		namespaceFilter: namespaceFilter,
+		resourceFilter:  rules.ResourceFilter,
+		namespaceFilter: rules.NamespaceFilter,
 		log:             log,
 		prRecorder:      opts.Events,
 		kcpEvents:       opts.KcpEvents,
@@ -366,13 +330,13 @@ func New(opts Options) (*Controller, error) {
 			LocalGVK:          opts.LocalGVK,
 			LocalNamespaced:   opts.LocalNamespaced,
 			StatusSubresource: opts.StatusSubresource,
-			Namer:             namer,
+			Namer:             rules.Namer,
 			Service:           opts.Service,
 			Copies:            opts.LocalCache,
 			State:             &state.Store{Client: opts.Service, Live: opts.ServiceReader, Namespace: opts.Namespace, AgentName: opts.AgentName},
 			Warned:            once.NewPerGeneration(),
-			SpecMutator:       specMutator,
-			StatusMutator:     statusMutator,
+			SpecMutator:       rules.SpecMutator,
+			StatusMutator:     rules.StatusMutator,
 			Related:           entries,
 			RelatedService:    relatedService,
 		},

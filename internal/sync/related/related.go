@@ -32,6 +32,11 @@ const (
 	SideService Side = "service"
 )
 
+// Types are the types of one related entry on both sides.
+type Types struct {
+	Kcp, Service Type
+}
+
 // Type is a related resource type as served on one side.
 type Type struct {
 	GVR schema.GroupVersionResource

@@ -348,11 +348,7 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 		}
 	}
 
-	local := s.withSyncMetadata(desired.Object, p.Remote)
-	local.SetGroupVersionKind(s.LocalGVK)
-	local.SetName(key.Name)
-	local.SetNamespace(key.Namespace)
-
+	local := s.newCopy(key, desired, p.Remote)
 	err := s.Service.Create(ctx, local)
 	if apierrors.IsAlreadyExists(err) {
 		return s.adopt(ctx, obj, p, key, desired, res)
@@ -504,12 +500,11 @@ func missing(have, want map[string]string) map[string]string {
 // see the spec-mutated kcp object), up to kcp (contract §6.6), only for
 // types with a status subresource.
 func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, local *unstructured.Unstructured) (Result, error) {
-	local, err := applyMutator(s.StatusMutator, local, mutated)
+	localStatus, err := s.StatusForKcp(mutated, local)
 	if err != nil {
-		return Result{}, fmt.Errorf("status mutation: %w", err)
+		return Result{}, err
 	}
 	// A missing status and a null one are the same.
-	localStatus := local.Object["status"]
 	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
 		return Result{}, nil
 	}
@@ -652,4 +647,38 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 	}
 	log.FromContext(ctx).Info("A kcp object vanished without its deletion being processed; cleaning up its local copy and state")
 	return s.cleanup(ctx, ws, ref, p)
+}
+
+// newCopy is the local copy a create writes: desired with the sync
+// metadata, under key.
+func (s *Syncer) newCopy(key types.NamespacedName, desired *unstructured.Unstructured, remote objmeta.Remote) *unstructured.Unstructured {
+	local := s.withSyncMetadata(desired.Object, remote)
+	local.SetGroupVersionKind(s.LocalGVK)
+	local.SetName(key.Name)
+	local.SetNamespace(key.Namespace)
+	return local
+}
+
+// NewCopy returns the local copy the sync would create for obj in ws (the
+// same computation as a create: the name from the mutated object, the spec
+// mutations, the desired state, the sync metadata) and obj after its spec
+// mutations, without reading or writing anything.
+func (s *Syncer) NewCopy(ws Workspace, obj *unstructured.Unstructured) (local, mutated *unstructured.Unstructured, err error) {
+	key, mutated, err := s.wouldBeCopy(ws, obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
+	return s.newCopy(key, objmeta.Desired(mutated, s.StatusSubresource), remote), mutated, nil
+}
+
+// StatusForKcp returns the status the sync writes into kcp from the local
+// copy: the copy's status after the status mutations, which see the
+// spec-mutated kcp object; nil if it has none.
+func (s *Syncer) StatusForKcp(mutated, local *unstructured.Unstructured) (any, error) {
+	local, err := applyMutator(s.StatusMutator, local, mutated)
+	if err != nil {
+		return nil, fmt.Errorf("status mutation: %w", err)
+	}
+	return local.Object["status"], nil
 }

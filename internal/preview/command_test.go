@@ -1,0 +1,98 @@
+package preview
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestCommand runs the preview command on the files under testdata and
+// compares its output and exit status with the golden files
+// (UPDATE_GOLDEN=1 rewrites them).
+func TestCommand(t *testing.T) {
+	crd := filepath.Join("testdata", "database", "crd.yaml")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		status int
+	}{{
+		name: "database",
+		args: []string{"-f", "testdata/database/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml", "--workspace", "2h7vq0xzr3m1"},
+	}, {
+		name:   "invalid",
+		args:   []string{"-f", "testdata/invalid/publishedresource.yaml", "--crd", crd},
+		status: 1,
+	}, {
+		name: "filtered",
+		args: []string{"-f", "testdata/filtered/publishedresource.yaml", "--crd", crd, "--object", "testdata/filtered/objects.yaml", "-o", "json", "--agent-name", "db-agent"},
+	}, {
+		name:   "wrong-kind",
+		args:   []string{"-f", "testdata/filtered/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml"},
+		status: 1,
+	}, {
+		name:   "no-source",
+		args:   []string{"-f", "testdata/filtered/publishedresource.yaml"},
+		status: 2,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			status := Command(tc.args, &stdout, &stderr)
+			if status != tc.status {
+				t.Errorf("exit status %d, want %d; stderr:\n%s", status, tc.status, stderr.String())
+			}
+			golden := filepath.Join("testdata", "golden", tc.name+".out")
+			got := "stdout:\n" + stdout.String() + "stderr:\n" + stderr.String()
+			if os.Getenv("UPDATE_GOLDEN") != "" {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDocsExampleIsCurrent: every code block of docs/preview.md's example
+// is output of the golden run, so the page never shows stale output.
+func TestDocsExampleIsCurrent(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "preview.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden []byte
+	for _, name := range []string{"database", "invalid"} {
+		g, err := os.ReadFile(filepath.Join("testdata", "golden", name+".out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden = append(golden, g...)
+	}
+	blocks := regexp.MustCompile("(?s)```([a-z]*)\n(.*?)```").FindAllSubmatch(doc, -1)
+	checked := 0
+	for _, b := range blocks {
+		if string(b[1]) == "sh" {
+			continue // the command
+		}
+		checked++
+		if !bytes.Contains(golden, b[2]) {
+			t.Errorf("docs/preview.md shows output the preview does not give (make it a part of testdata/golden/database.out):\n%s", b[2])
+		}
+	}
+	if checked < 4 {
+		t.Errorf("checked %d output blocks of docs/preview.md, want 4", checked)
+	}
+}

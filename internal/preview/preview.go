@@ -1,0 +1,273 @@
+// Package preview shows, without contacting kcp, what a PublishedResource
+// would publish and what the sync would do with sample kcp objects (the
+// api-syncagent preview command). It runs the agent's own code: the
+// validation behind ConfigValid, the projection, the schema, the
+// permission claims, the compiled naming, mutation and related rules, and
+// the syncer's computation of a new local copy and of the status for kcp.
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/export"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
+	"github.com/kcp-syncagent/api-syncagent/internal/validation"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// Input is what a preview needs.
+type Input struct {
+	PublishedResource *syncagentv1alpha1.PublishedResource
+	// Source is the source type as a CRD (a built-in type converted the
+	// way the agent converts it).
+	Source *apiextensionsv1.CustomResourceDefinition
+	// Objects are sample kcp objects: of the published type (a status in
+	// one stands for the status the service reports on its local copy), or
+	// of a kcp-side related type.
+	Objects []*unstructured.Unstructured
+	// ServiceObjects are samples of service-side related objects.
+	ServiceObjects []*unstructured.Unstructured
+	// AgentName goes into the labels; Workspace and WorkspacePath are the
+	// samples' logical cluster name and path.
+	AgentName, Workspace, WorkspacePath string
+	// TypeInfo finds a related type on the service cluster (and, the same,
+	// in kcp).
+	TypeInfo func(schema.GroupVersionResource) (discovery.TypeInfo, error)
+}
+
+// Output is what the preview shows.
+type Output struct {
+	// ConfigValid is the condition the agent would write.
+	ConfigValid       metav1.Condition                          `json:"configValid"`
+	ProjectedCRD      *apiextensionsv1.CustomResourceDefinition `json:"projectedCRD"`
+	APIResourceSchema *kcpapisv1alpha1.APIResourceSchema        `json:"apiResourceSchema"`
+	// PermissionClaims are the claims the agent adds to an APIExport that
+	// has none (an administrator's own claims are kept).
+	PermissionClaims []kcpapisv1alpha2.PermissionClaim `json:"permissionClaims"`
+	Objects          []Object                          `json:"objects,omitempty"`
+}
+
+// Object is what the sync would do with one sample.
+type Object struct {
+	// Kcp names the sample (namespace/name).
+	Kcp string `json:"kcp"`
+	// Skipped says why the sample would not be synced.
+	Skipped string `json:"skipped,omitempty"`
+	// LocalName and LocalNamespace are the local copy's name.
+	LocalName      string `json:"localName,omitempty"`
+	LocalNamespace string `json:"localNamespace,omitempty"`
+	// Local is the local copy the agent would create.
+	Local *unstructured.Unstructured `json:"local,omitempty"`
+	// StatusToKcp is the status the agent would write into kcp from the
+	// sample's status (after the status mutations).
+	StatusToKcp any       `json:"statusToKcp,omitempty"`
+	Related     []Related `json:"related,omitempty"`
+}
+
+// Related is what one related entry would look for and copy.
+type Related struct {
+	Identifier string `json:"identifier"`
+	// Origin is the side the objects come from: kcp or service.
+	Origin string `json:"origin"`
+	// Lookups are the reads the resolution makes, in order.
+	Lookups []string `json:"lookups"`
+	// Copies are origin → destination (namespace/name); an origin that is
+	// no sample is assumed to exist.
+	Copies []string `json:"copies,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// InvalidError is a configuration the agent would refuse (ConfigValid
+// False), with its messages.
+type InvalidError struct{ Messages []string }
+
+func (e *InvalidError) Error() string {
+	return "invalid PublishedResource: " + strings.Join(e.Messages, "; ")
+}
+
+// Run computes the preview.
+func Run(ctx context.Context, in Input) (*Output, error) {
+	pr, src := in.PublishedResource, in.Source
+	if pr == nil || src == nil {
+		return nil, errors.New("a PublishedResource and its source CRD are needed")
+	}
+	if gk := projection.SourceGK(pr); gk != (schema.GroupKind{Group: src.Spec.Group, Kind: src.Spec.Names.Kind}) {
+		return nil, fmt.Errorf("the PublishedResource publishes %s, the source CRD is of %s.%s", gk, src.Spec.Names.Kind, src.Spec.Group)
+	}
+	projected, projErr := projection.Project(src, pr)
+	vin := validation.Input{LocalScope: src.Spec.Scope}
+	if projected != nil {
+		vin.KcpScope = projected.Spec.Scope
+	}
+	checked := validation.Check(pr, vin)
+	out := &Output{ConfigValid: checked.Condition()}
+	if len(checked.Invalid) > 0 {
+		return out, &InvalidError{Messages: checked.Invalid}
+	}
+	if projErr != nil {
+		return out, fmt.Errorf("projection: %w", projErr)
+	}
+	out.ProjectedCRD = projected
+	ars, err := projection.Schema(src, projected, in.AgentName)
+	if err != nil {
+		return out, err
+	}
+	out.APIResourceSchema = ars
+	projectedGR := schema.GroupResource{Group: projected.Spec.Group, Resource: projected.Spec.Names.Plural}
+	out.PermissionClaims, _ = export.MergeClaims(nil, export.RequiredClaims([]syncagentv1alpha1.PublishedResource{*pr}, sets.New(projectedGR)))
+
+	var types []related.Types
+	for i := range pr.Spec.Related {
+		kcpGVR, serviceGVR := related.GVRs(&pr.Spec.Related[i])
+		t := related.Types{Kcp: related.Type{GVR: kcpGVR}, Service: related.Type{GVR: serviceGVR}}
+		if t.Kcp.TypeInfo, err = in.typeInfo(kcpGVR, projected); err != nil {
+			return out, fmt.Errorf("spec.related[%d] in kcp: %w", i, err)
+		}
+		if t.Service.TypeInfo, err = in.typeInfo(serviceGVR, src); err != nil {
+			return out, fmt.Errorf("spec.related[%d] on the service cluster: %w", i, err)
+		}
+		types = append(types, t)
+	}
+	rules, err := syncer.Compile(pr, types)
+	if err != nil {
+		return out, &InvalidError{Messages: []string{err.Error()}}
+	}
+	s := &syncer.Syncer{
+		AgentName:         in.AgentName,
+		LocalGVK:          projection.GVK(src),
+		LocalNamespaced:   src.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		StatusSubresource: hasStatus(src),
+		Namer:             rules.Namer,
+		SpecMutator:       rules.SpecMutator,
+		StatusMutator:     rules.StatusMutator,
+		Related:           rules.Related,
+	}
+	remote := projection.GVK(projected)
+	kcpRelated := sets.New[schema.GroupKind]()
+	for _, t := range types {
+		kcpRelated.Insert(t.Kcp.GVK.GroupKind())
+	}
+	samples := map[related.Side][]*unstructured.Unstructured{related.SideService: in.ServiceObjects}
+	var primaries []*unstructured.Unstructured
+	for _, obj := range in.Objects {
+		switch gk := obj.GroupVersionKind().GroupKind(); {
+		case gk == remote.GroupKind():
+			primaries = append(primaries, obj)
+		case kcpRelated.Has(gk):
+			samples[related.SideKcp] = append(samples[related.SideKcp], obj)
+		default:
+			return out, fmt.Errorf("object %s is a %s: the PublishedResource publishes %s and has no related %s in kcp", qualified(obj), gk, remote.GroupKind(), gk)
+		}
+	}
+	for _, obj := range primaries {
+		o, err := in.object(ctx, s, rules, samples, obj)
+		if err != nil {
+			return out, fmt.Errorf("object %s: %w", qualified(obj), err)
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return out, nil
+}
+
+// object previews one sample.
+func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules, samples map[related.Side][]*unstructured.Unstructured, obj *unstructured.Unstructured) (Object, error) {
+	o := Object{Kcp: qualified(obj)}
+	if rules.ResourceFilter != nil && !rules.ResourceFilter.Matches(labels.Set(obj.GetLabels())) {
+		o.Skipped = fmt.Sprintf("its labels do not match spec.filter.resource (%s)", rules.ResourceFilter)
+		return o, nil
+	}
+	ws := syncer.Workspace{Cluster: in.Workspace, Path: in.WorkspacePath}
+	local, mutated, err := s.NewCopy(ws, obj)
+	if err != nil {
+		return o, err
+	}
+	o.Local, o.LocalName, o.LocalNamespace = local, local.GetName(), local.GetNamespace()
+	// The local copy as the service reports on it: with the sample's status.
+	reported := local.DeepCopy()
+	if status, ok := obj.Object["status"]; ok {
+		reported.Object["status"] = status
+		if o.StatusToKcp, err = s.StatusForKcp(mutated, reported); err != nil {
+			return o, err
+		}
+	}
+	for _, e := range s.Related {
+		o.Related = append(o.Related, in.related(ctx, e, samples, obj, reported))
+	}
+	return o, nil
+}
+
+// related runs an entry's resolution against readers that record each
+// read and answer from the samples (an object that is no sample is assumed
+// to exist, so that the copy it would get shows).
+func (in Input) related(ctx context.Context, e *related.Entry, samples map[related.Side][]*unstructured.Unstructured, obj, local *unstructured.Unstructured) Related {
+	r := Related{Identifier: e.Identifier, Origin: string(e.Origin), Lookups: []string{}}
+	rec := &recorder{samples: samples, assumed: map[string]bool{}}
+	pairs, err := e.Resolve(ctx, related.Primaries{Kcp: obj, Service: local, ClusterName: in.Workspace, ClusterPath: in.WorkspacePath},
+		related.Readers{Kcp: rec.on(related.SideKcp), Service: rec.on(related.SideService)})
+	r.Lookups = rec.lookups
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	for _, p := range pairs {
+		c := fmt.Sprintf("%s → %s", qualified(p.Origin), qualifiedKey(p.Destination.Namespace, p.Destination.Name))
+		if rec.assumed[qualified(p.Origin)] {
+			c += " (no sample: if it exists)"
+		}
+		r.Copies = append(r.Copies, c)
+	}
+	return r
+}
+
+// typeInfo finds a related type: the source or projected type itself, or
+// via in.TypeInfo.
+func (in Input) typeInfo(gvr schema.GroupVersionResource, own *apiextensionsv1.CustomResourceDefinition) (discovery.TypeInfo, error) {
+	if gvr.Group == own.Spec.Group && gvr.Resource == own.Spec.Names.Plural {
+		for _, v := range own.Spec.Versions {
+			if v.Name == gvr.Version {
+				return discovery.TypeInfo{GVK: gvr.GroupVersion().WithKind(own.Spec.Names.Kind), Namespaced: own.Spec.Scope == apiextensionsv1.NamespaceScoped,
+					HasStatus: v.Subresources != nil && v.Subresources.Status != nil}, nil
+			}
+		}
+	}
+	if in.TypeInfo == nil {
+		return discovery.TypeInfo{}, fmt.Errorf("%s is not known without a cluster", gvr)
+	}
+	return in.TypeInfo(gvr)
+}
+
+func hasStatus(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}
+	}
+	return false
+}
+
+func qualified(obj *unstructured.Unstructured) string {
+	return qualifiedKey(obj.GetNamespace(), obj.GetName())
+}
+
+func qualifiedKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
