@@ -25,7 +25,7 @@ FUZZTIME     ?= 5s
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz`.
 FUZZ_TARGETS := ./internal/sync/naming:FuzzDefaultNames ./internal/sync/naming:FuzzNamingPatterns \
 	./internal/mutation:FuzzApply ./internal/projection:FuzzProject ./internal/sync/state:FuzzDecode
-UNIT_PKGS    := ./cmd/... ./internal/... ./test/chart/... ./test/invariant/...
+UNIT_PKGS    := ./cmd/... ./internal/... ./hack/apidocs/... ./test/chart/... ./test/invariant/...
 
 BUILD_TOOL := hack/build-tool.sh
 
@@ -126,6 +126,10 @@ golden-schemas: ## Regenerate internal/discovery's golden schemas of built-in ty
 codegen: ## Regenerate deepcopy code and CRDs (and the Helm chart's copy of the CRDs).
 	hack/codegen.sh
 	$(MAKE) --no-print-directory chart-crds
+
+.PHONY: docs
+docs: ## Regenerate docs/api-reference.md from the PublishedResource CRD (make verify fails when it is stale).
+	go run ./hack/apidocs deploy/crd/syncagent.kcp.io_publishedresources.yaml docs/api-reference.md
 
 .PHONY: verify
 verify: ## Fail when generated files are stale, code is unformatted or go vet complains.

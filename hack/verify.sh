@@ -18,6 +18,13 @@ if [ "$before" != "$after" ]; then
   fail=1
 fi
 
+before=$(sha256sum docs/api-reference.md 2>/dev/null || true)
+go run ./hack/apidocs deploy/crd/syncagent.kcp.io_publishedresources.yaml docs/api-reference.md
+if [ "$before" != "$(sha256sum docs/api-reference.md)" ]; then
+  echo "docs/api-reference.md was stale; 'make docs' has now updated it, commit the result" >&2
+  fail=1
+fi
+
 unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:" >&2
