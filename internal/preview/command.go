@@ -146,13 +146,15 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readOne decodes the one object of a file.
+// readOne decodes the one object of a file, strictly: a field the type
+// does not have (a typo, or a field of another version) is an error, as
+// it would silently be dropped by the API server.
 func readOne(path string, into any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if err := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096).Decode(into); err != nil {
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil

@@ -34,6 +34,10 @@ func TestCommand(t *testing.T) {
 		args:   []string{"-f", "testdata/filtered/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml"},
 		status: 1,
 	}, {
+		name:   "typo",
+		args:   []string{"-f", "testdata/typo/publishedresource.yaml", "--crd", crd},
+		status: 1,
+	}, {
 		name:   "no-source",
 		args:   []string{"-f", "testdata/filtered/publishedresource.yaml"},
 		status: 2,
