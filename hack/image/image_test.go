@@ -8,7 +8,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +111,32 @@ func TestBuiltImage(t *testing.T) {
 	}
 	want := map[string]string{LabelTitle: Title, LabelSource: Source, LabelVersion: os.Getenv("IMAGE_VERSION"), LabelRevision: os.Getenv("IMAGE_REVISION")}
 	checkIndex(t, idx, want, nil)
+
+	// The binary of this machine's architecture runs (it is static), and
+	// says which version it is.
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range m.Manifests {
+		if d.Platform.OS != runtime.GOOS || d.Platform.Architecture != runtime.GOARCH {
+			continue
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin := filepath.Join(t.TempDir(), "api-syncagent")
+		if err := os.WriteFile(bin, contents(t, img)[BinaryPath].body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--kcp-kubeconfig") {
+			t.Errorf("the image's %s binary does not run: %v\n%s", runtime.GOARCH, err, out)
+		}
+		return
+	}
+	t.Errorf("the image has no %s/%s manifest", runtime.GOOS, runtime.GOARCH)
 }
 
 func checkIndex(t *testing.T, idx v1.ImageIndex, labels map[string]string, binary func(arch string) []byte) {
