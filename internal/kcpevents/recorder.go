@@ -1,38 +1,50 @@
-// Package kcpevents records Events in consumer workspaces through a fixed
-// set of broadcasters that every workspace shares.
+// Package kcpevents records Events in consumer workspaces through a few
+// broadcasters per kcp endpoint that the endpoint's workspaces share.
 //
 // The kcp provider gives each workspace its own Event broadcaster (three
 // goroutines and a client each) and never stops them when its connection
 // ends, so every reconnect of an endpoint left them behind. Here an Event
-// carries its workspace to a shared broadcaster (in an annotation that
-// never reaches the server), whose sink writes it with that workspace's
-// client; a workspace that is gone has its Events dropped.
+// names its workspace in its source's host (which survives the
+// broadcaster's aggregation of similar Events, and keeps workspaces' Events
+// apart in its caches); the sink removes it and writes the Event with that
+// workspace's client. An Event the sink cannot write is dropped at once and
+// counted (Events are best effort): a workspace no longer engaged, an Event
+// kcp rejects (no events permission claim), an endpoint that does not
+// answer. So a slow endpoint delays only its own workspaces' Events, by at
+// most writeTimeout per Event.
 package kcpevents
 
 import (
 	"context"
 	"hash/fnv"
-	"maps"
+	"strconv"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// workspaceAnnotation carries an Event's workspace from its recorder to the
-// sink, which removes it before the write.
-const workspaceAnnotation = "syncagent.kcp.io/event-workspace"
-
-// shards is the number of broadcasters: each writes its Events one at a
-// time, so a slow workspace delays only the Events of its shard.
-const shards = 4
+// perGroup is the number of broadcasters of one group (an endpoint): each
+// writes its Events one at a time, so a group's workspaces are spread
+// over several.
+const perGroup = 4
 
 // writeTimeout bounds each write of an Event.
-const writeTimeout = 10 * time.Second
+const writeTimeout = 5 * time.Second
+
+// The reasons an Event is dropped (Drops).
+const (
+	DropWorkspaceGone = "workspace_gone"
+	DropRejected      = "rejected"
+	DropUnreachable   = "unreachable"
+)
 
 // Clients returns the client that writes in a workspace, nil if the
 // workspace is not engaged any more.
@@ -40,149 +52,153 @@ type Clients func(workspace string) ctrlruntimeclient.Client
 
 // Recorder records Events in workspaces.
 type Recorder struct {
-	scheme *runtime.Scheme
-	shards []*shard
+	scheme  *runtime.Scheme
+	clients Clients
+	log     logr.Logger
+	// dropped is told of every Event the sink drops, with the reason.
+	dropped func(reason string)
 
-	// mu guards closed: no Event is handed to a broadcaster after
-	// Shutdown (it would log an error for each).
-	mu     sync.RWMutex
-	closed bool
+	mu         sync.RWMutex
+	closed     bool
+	broadcasts map[string]record.EventBroadcaster
 }
 
-type shard struct {
-	broadcaster record.EventBroadcaster
-	mu          sync.Mutex
-	recorders   map[string]record.EventRecorder // by component
+// New returns a Recorder; its broadcasters start on first use and end
+// with Shutdown.
+func New(scheme *runtime.Scheme, clients Clients, log logr.Logger, dropped func(reason string)) *Recorder {
+	return &Recorder{scheme: scheme, clients: clients, log: log, dropped: dropped, broadcasts: map[string]record.EventBroadcaster{}}
 }
 
-// New starts the broadcasters; they end with ctx or Shutdown.
-func New(ctx context.Context, scheme *runtime.Scheme, clients Clients) *Recorder {
-	r := &Recorder{scheme: scheme}
-	for range shards {
-		b := record.NewBroadcaster(record.WithContext(ctx))
-		b.StartRecordingToSink(sink{clients: clients})
-		r.shards = append(r.shards, &shard{broadcaster: b, recorders: map[string]record.EventRecorder{}})
+// For returns the recorder of component's Events in workspace; group is the
+// workspace's failure domain (its endpoint).
+func (r *Recorder) For(group, workspace, component string) record.EventRecorder {
+	key := group + "#" + strconv.Itoa(bucket(workspace))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return &record.FakeRecorder{}
 	}
-	return r
+	b, ok := r.broadcasts[key]
+	if !ok {
+		b = record.NewBroadcaster()
+		b.StartRecordingToSink(sink{r: r})
+		r.broadcasts[key] = b
+	}
+	return &guarded{r: r, rec: b.NewRecorder(r.scheme, corev1.EventSource{Component: component, Host: workspace})}
 }
 
-// For returns the recorder of component in a workspace.
-func (r *Recorder) For(workspace, component string) record.EventRecorder {
+// bucket spreads a group's workspaces over its broadcasters.
+func bucket(workspace string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(workspace))
-	s := r.shards[h.Sum32()%uint32(len(r.shards))]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	rec, ok := s.recorders[component]
-	if !ok {
-		rec = s.broadcaster.NewRecorder(r.scheme, corev1.EventSource{Component: component})
-		s.recorders[component] = rec
-	}
-	return &workspaceRecorder{r: r, rec: rec, workspace: workspace}
+	return int(h.Sum32() % perGroup)
 }
 
 // Shutdown stops the broadcasters; later Events are dropped.
 func (r *Recorder) Shutdown() {
 	r.mu.Lock()
 	r.closed = true
+	broadcasts := r.broadcasts
+	r.broadcasts = map[string]record.EventBroadcaster{}
 	r.mu.Unlock()
-	for _, s := range r.shards {
-		s.broadcaster.Shutdown()
+	for _, b := range broadcasts {
+		b.Shutdown()
 	}
 }
 
-// workspaceRecorder annotates every Event with its workspace.
-type workspaceRecorder struct {
-	r         *Recorder
-	rec       record.EventRecorder
-	workspace string
+// guarded hands no Event to a broadcaster after Shutdown (the broadcaster
+// would log an error for each).
+type guarded struct {
+	r   *Recorder
+	rec record.EventRecorder
 }
 
-func (w *workspaceRecorder) Event(object runtime.Object, eventtype, reason, message string) {
-	w.AnnotatedEventf(object, nil, eventtype, reason, "%s", message)
-}
-
-func (w *workspaceRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	w.AnnotatedEventf(object, nil, eventtype, reason, messageFmt, args...)
-}
-
-func (w *workspaceRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	w.r.mu.RLock()
-	defer w.r.mu.RUnlock()
-	if w.r.closed {
-		return
+func (g *guarded) Event(object runtime.Object, eventtype, reason, message string) {
+	g.r.mu.RLock()
+	defer g.r.mu.RUnlock()
+	if !g.r.closed {
+		g.rec.Event(object, eventtype, reason, message)
 	}
-	a := maps.Clone(annotations)
-	if a == nil {
-		a = map[string]string{}
+}
+
+func (g *guarded) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	g.r.mu.RLock()
+	defer g.r.mu.RUnlock()
+	if !g.r.closed {
+		g.rec.Eventf(object, eventtype, reason, messageFmt, args...)
 	}
-	a[workspaceAnnotation] = w.workspace
-	w.rec.AnnotatedEventf(object, a, eventtype, reason, messageFmt, args...)
+}
+
+func (g *guarded) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	g.r.mu.RLock()
+	defer g.r.mu.RUnlock()
+	if !g.r.closed {
+		g.rec.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
+	}
 }
 
 // sink writes each Event with its workspace's client.
-type sink struct{ clients Clients }
+type sink struct{ r *Recorder }
 
-// target returns the client of the Event's workspace and a copy of the
-// Event without the workspace annotation; a nil client: drop the Event.
-func (s sink) target(e *corev1.Event) (ctrlruntimeclient.Client, *corev1.Event, string) {
-	workspace := e.Annotations[workspaceAnnotation]
+// write writes an Event (without its workspace) with op, and returns what
+// the broadcaster keeps of it: the server's Event with the workspace
+// again, or, when it was dropped, the Event as it came.
+func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error) (*corev1.Event, error) {
+	workspace := e.Source.Host
+	c := s.r.clients(workspace)
+	if c == nil {
+		s.drop(e, DropWorkspaceGone, nil)
+		return e, nil
+	}
 	out := e.DeepCopy()
-	delete(out.Annotations, workspaceAnnotation)
-	if len(out.Annotations) == 0 {
-		out.Annotations = nil
+	out.Source.Host, out.ReportingInstance = "", ""
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := op(ctx, c, out); err != nil {
+		if patch && apierrors.IsNotFound(err) {
+			return nil, err // the Event to patch is gone (or was dropped): the broadcaster creates it
+		}
+		reason := DropUnreachable
+		if _, ok := err.(apierrors.APIStatus); ok {
+			reason = DropRejected
+		}
+		s.drop(e, reason, err)
+		return e, nil
 	}
-	if workspace == "" {
-		return nil, out, ""
-	}
-	return s.clients(workspace), out, workspace
+	out.Source.Host = workspace
+	return out, nil
 }
 
-// written is the server's Event with the workspace annotation again: the
-// broadcaster keeps it to aggregate later Events of the same kind.
-func written(e *corev1.Event, workspace string) *corev1.Event {
-	if e.Annotations == nil {
-		e.Annotations = map[string]string{}
+func (s sink) drop(e *corev1.Event, reason string, err error) {
+	if s.r.dropped != nil {
+		s.r.dropped(reason)
 	}
-	e.Annotations[workspaceAnnotation] = workspace
-	return e
+	s.r.log.V(1).Info("Dropped an Event on a kcp object", "workspace", e.Source.Host, "reason", e.Reason,
+		"object", e.InvolvedObject.Namespace+"/"+e.InvolvedObject.Name, "why", reason, "error", errString(err))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (s sink) Create(e *corev1.Event) (*corev1.Event, error) {
-	c, out, workspace := s.target(e)
-	if c == nil {
-		return e, nil // the workspace is gone
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := c.Create(ctx, out); err != nil {
-		return nil, err
-	}
-	return written(out, workspace), nil
+	return s.write(e, false, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+		out.ResourceVersion = ""
+		return c.Create(ctx, out)
+	})
 }
 
 func (s sink) Update(e *corev1.Event) (*corev1.Event, error) {
-	c, out, workspace := s.target(e)
-	if c == nil {
-		return e, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := c.Update(ctx, out); err != nil {
-		return nil, err
-	}
-	return written(out, workspace), nil
+	return s.write(e, false, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+		return c.Update(ctx, out)
+	})
 }
 
 func (s sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	c, out, workspace := s.target(e)
-	if c == nil {
-		return e, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := c.Patch(ctx, out, ctrlruntimeclient.RawPatch(types.StrategicMergePatchType, data)); err != nil {
-		return nil, err
-	}
-	return written(out, workspace), nil
+	return s.write(e, true, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+		return c.Patch(ctx, out, ctrlruntimeclient.RawPatch(types.StrategicMergePatchType, data))
+	})
 }

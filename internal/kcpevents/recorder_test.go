@@ -2,28 +2,80 @@ package kcpevents
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-type workspaces struct {
+type harness struct {
+	t       *testing.T
+	scheme  *runtime.Scheme
 	mu      sync.Mutex
 	clients map[string]ctrlruntimeclient.Client
+	drops   map[string]int
+	rec     *Recorder
 }
 
-func (w *workspaces) get(name string) ctrlruntimeclient.Client {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.clients[name]
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, scheme: runtime.NewScheme(), clients: map[string]ctrlruntimeclient.Client{}, drops: map[string]int{}}
+	if err := clientgoscheme.AddToScheme(h.scheme); err != nil {
+		t.Fatal(err)
+	}
+	h.rec = New(h.scheme, func(ws string) ctrlruntimeclient.Client {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.clients[ws]
+	}, logr.Discard(), func(reason string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.drops[reason]++
+	})
+	t.Cleanup(h.rec.Shutdown)
+	return h
+}
+
+// workspace adds a workspace whose client fails every write with err (nil:
+// a working one).
+func (h *harness) workspace(name string, err error) ctrlruntimeclient.Client {
+	b := fake.NewClientBuilder().WithScheme(h.scheme)
+	if err != nil {
+		fail := func() error { return err }
+		b = b.WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.Object, ...ctrlruntimeclient.CreateOption) error {
+				return fail()
+			},
+			Patch: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.Object, ctrlruntimeclient.Patch, ...ctrlruntimeclient.PatchOption) error {
+				return fail()
+			},
+		})
+	}
+	c := b.Build()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.clients[name] = c
+	return c
+}
+
+func (h *harness) dropped(reason string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.drops[reason]
 }
 
 func events(t *testing.T, c ctrlruntimeclient.Client) []corev1.Event {
@@ -35,9 +87,9 @@ func events(t *testing.T, c ctrlruntimeclient.Client) []corev1.Event {
 	return list.Items
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -46,54 +98,91 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func obj(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
+}
+
 // TestEventsLandInTheirWorkspace: each Event is written with its own
-// workspace's client, without the routing annotation; a repeated Event is
-// aggregated (its count raised) in its own workspace; the Events of a
-// workspace that is gone are dropped without a retry; after Shutdown,
-// recording is a no-op.
+// workspace's client and without the routing (source host, reporting
+// instance); a repeated Event is counted up in its own workspace; after
+// Shutdown, recording does nothing.
 func TestEventsLandInTheirWorkspace(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	h := newHarness(t)
+	a, b := h.workspace("ws-a", nil), h.workspace("ws-b", nil)
+	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	h.rec.For("ep", "ws-b", "syncagent-sync").Eventf(obj("y"), corev1.EventTypeWarning, "ObjectConflict", "taken by %s", "someone")
+	waitFor(t, "an Event in each workspace", 10*time.Second, func() bool { return len(events(t, a)) == 1 && len(events(t, b)) == 1 })
+	ea, eb := events(t, a)[0], events(t, b)[0]
+	if ea.Reason != "ObjectSynced" || ea.InvolvedObject.Name != "x" || ea.Source.Component != "syncagent-sync" || ea.Source.Host != "" || ea.ReportingInstance != "" {
+		t.Errorf("ws-a's Event: %s on %s from %+v, reporting instance %q", ea.Reason, ea.InvolvedObject.Name, ea.Source, ea.ReportingInstance)
 	}
-	ws := &workspaces{clients: map[string]ctrlruntimeclient.Client{
-		"ws-a": fake.NewClientBuilder().WithScheme(scheme).Build(),
-		"ws-b": fake.NewClientBuilder().WithScheme(scheme).Build(),
-	}}
-	r := New(t.Context(), scheme, ws.get)
-	defer r.Shutdown()
-	obj := func(name string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)}}
-	}
-	r.For("ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
-	r.For("ws-b", "syncagent-sync").Eventf(obj("y"), corev1.EventTypeWarning, "ObjectConflict", "taken by %s", "someone")
-	r.For("gone", "syncagent-sync").Event(obj("z"), corev1.EventTypeNormal, "ObjectSynced", "synced")
-	waitFor(t, "an Event in each workspace", func() bool {
-		return len(events(t, ws.get("ws-a"))) == 1 && len(events(t, ws.get("ws-b"))) == 1
-	})
-	a, b := events(t, ws.get("ws-a"))[0], events(t, ws.get("ws-b"))[0]
-	if a.Reason != "ObjectSynced" || a.InvolvedObject.Name != "x" || a.Source.Component != "syncagent-sync" {
-		t.Errorf("ws-a's Event: %s on %s from %s", a.Reason, a.InvolvedObject.Name, a.Source.Component)
-	}
-	if b.Reason != "ObjectConflict" || b.Message != "taken by someone" || b.InvolvedObject.Name != "y" {
-		t.Errorf("ws-b's Event: %s %q on %s", b.Reason, b.Message, b.InvolvedObject.Name)
-	}
-	for _, e := range []corev1.Event{a, b} {
-		if _, ok := e.Annotations[workspaceAnnotation]; ok {
-			t.Errorf("Event %s was written with the routing annotation", e.Name)
-		}
+	if eb.Reason != "ObjectConflict" || eb.Message != "taken by someone" || eb.InvolvedObject.Name != "y" {
+		t.Errorf("ws-b's Event: %s %q on %s", eb.Reason, eb.Message, eb.InvolvedObject.Name)
 	}
 
-	// The same Event again: one Event in ws-a, counted twice.
-	r.For("ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
-	waitFor(t, "the repeated Event counted", func() bool {
-		ev := events(t, ws.get("ws-a"))
+	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	waitFor(t, "the repeated Event counted", 10*time.Second, func() bool {
+		ev := events(t, a)
 		return len(ev) == 1 && ev[0].Count == 2
 	})
-	if n := len(events(t, ws.get("ws-b"))); n != 1 {
+	if n := len(events(t, b)); n != 1 {
 		t.Errorf("ws-b has %d Events after ws-a's repeat, want 1", n)
 	}
 
-	r.Shutdown()
-	r.For("ws-a", "syncagent-sync").Event(obj("later"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	h.rec.Shutdown()
+	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("later"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+}
+
+// TestSimilarEventsAreCombinedNotLost: more than ten Events of one object
+// and reason with different messages are combined by the broadcaster into
+// one Event, which still reaches its workspace.
+func TestSimilarEventsAreCombinedNotLost(t *testing.T) {
+	h := newHarness(t)
+	a := h.workspace("ws-a", nil)
+	rec := h.rec.For("ep", "ws-a", "syncagent-sync")
+	for i := range 15 {
+		rec.Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", fmt.Sprintf("Deleting the copy of related object %d.", i))
+	}
+	waitFor(t, "the combined Event", 10*time.Second, func() bool {
+		for _, e := range events(t, a) {
+			if strings.Contains(e.Message, "combined from similar events") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := h.dropped(DropWorkspaceGone); n != 0 {
+		t.Errorf("%d Events dropped as of a gone workspace", n)
+	}
+}
+
+// TestFailingWorkspaceDelaysNoOther: Events a workspace's server refuses,
+// or cannot take (unreachable), or of a workspace that is gone are dropped
+// and counted at once, without retries: another workspace's Events on the
+// same broadcaster are written right after.
+func TestFailingWorkspaceDelaysNoOther(t *testing.T) {
+	h := newHarness(t)
+	// Workspaces that share one broadcaster.
+	names := []string{"good"}
+	for i := 0; len(names) < 4; i++ {
+		if n := fmt.Sprintf("ws-%d", i); bucket(n) == bucket("good") {
+			names = append(names, n)
+		}
+	}
+	good := h.workspace(names[0], nil)
+	h.workspace(names[1], errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+	h.workspace(names[2], apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "x", errors.New("no claim")))
+	// names[3] has no client: not engaged.
+	for _, ws := range names[1:] {
+		for i := range 3 {
+			h.rec.For("ep", ws, "syncagent-sync").Event(obj(fmt.Sprintf("o%d", i)), corev1.EventTypeNormal, "ObjectSynced", "synced")
+		}
+	}
+	// A retry of a failed write sleeps up to 10 s, and would be tried 12
+	// times: the good Event would wait minutes.
+	h.rec.For("ep", names[0], "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	waitFor(t, "the good workspace's Event", 5*time.Second, func() bool { return len(events(t, good)) == 1 })
+	waitFor(t, "the drops counted", 5*time.Second, func() bool {
+		return h.dropped(DropUnreachable) == 3 && h.dropped(DropRejected) == 3 && h.dropped(DropWorkspaceGone) == 3
+	})
 }

@@ -59,6 +59,16 @@ var EndpointReconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Connections to a virtual workspace endpoint made again: reason=failed (the connection failed) or unused_informers (to drop kcp informers no sync controller uses).",
 }, []string{"reason"})
 
+// KcpEventsDropped counts Events on kcp objects that were not written.
+var KcpEventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "sync_agent_kcp_events_dropped_total",
+	Help: "Events on kcp objects that were dropped, by reason: workspace_gone (no longer engaged), rejected (kcp refused it, e.g. the events permission claim is not accepted), unreachable (the write failed or timed out).",
+}, []string{"reason"})
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(KcpEventsDropped)
+}
+
 // The reasons of EndpointReconnects.
 const (
 	ReconnectFailed          = "failed"

@@ -15,6 +15,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,7 +85,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 
 	in := Input{AgentName: *agentName, Workspace: *workspace, WorkspacePath: *workspacePath, TypeInfo: builtinTypeInfo}
 	pr := &syncagentv1alpha1.PublishedResource{}
-	if err := readOne(*prFile, pr); err != nil {
+	if err := readOne(*prFile, syncagentv1alpha1.SchemeGroupVersion.WithKind("PublishedResource"), pr); err != nil {
 		return fail(1, "%v", err)
 	}
 	in.PublishedResource = pr
@@ -92,7 +93,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	if *crdFile != "" {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := readOne(*crdFile, crd); err != nil {
+		if err := readOne(*crdFile, apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), crd); err != nil {
 			return fail(1, "%v", err)
 		}
 		in.Source = crd
@@ -146,13 +147,20 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// readOne decodes the one object of a file, strictly: a field the type
-// does not have (a typo, or a field of another version) is an error, as
-// it would silently be dropped by the API server.
-func readOne(path string, into any) error {
+// readOne decodes the one object of a file, which must be of type want,
+// strictly: a field the type does not have (a typo, or a field of another
+// version) is an error, as the API server would drop it silently.
+func readOne(path string, want schema.GroupVersionKind, into any) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
+	}
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if tm.GroupVersionKind() != want {
+		return fmt.Errorf("%s: want a %s %s, got apiVersion %q kind %q", path, want.GroupVersion(), want.Kind, tm.APIVersion, tm.Kind)
 	}
 	if err := yaml.UnmarshalStrict(data, into); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -182,6 +190,17 @@ func readAll(path string) ([]*unstructured.Unstructured, error) {
 		}
 		if u.GetKind() == "" || u.GetAPIVersion() == "" {
 			return nil, fmt.Errorf("%s: an object without apiVersion or kind", path)
+		}
+		if u.IsList() {
+			// kubectl get -o yaml: the items.
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			for i := range list.Items {
+				out = append(out, &list.Items[i])
+			}
+			continue
 		}
 		out = append(out, u)
 	}

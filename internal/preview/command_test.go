@@ -34,6 +34,16 @@ func TestCommand(t *testing.T) {
 		args:   []string{"-f", "testdata/filtered/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml"},
 		status: 1,
 	}, {
+		name: "edge",
+		args: []string{"-f", "testdata/edge/publishedresource.yaml", "--crd", crd, "--object", "testdata/edge/objects.yaml", "--workspace-path", "root:ignored", "-o", "json"},
+	}, {
+		name: "disabled",
+		args: []string{"-f", "testdata/disabled/publishedresource.yaml", "--crd", crd, "--object", "testdata/filtered/objects.yaml", "-o", "json"},
+	}, {
+		name:   "not-a-publishedresource",
+		args:   []string{"-f", crd, "--crd", crd},
+		status: 1,
+	}, {
 		name:   "typo",
 		args:   []string{"-f", "testdata/typo/publishedresource.yaml", "--crd", crd},
 		status: 1,

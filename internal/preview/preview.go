@@ -38,8 +38,9 @@ type Input struct {
 	// way the agent converts it).
 	Source *apiextensionsv1.CustomResourceDefinition
 	// Objects are sample kcp objects: of the published type (a status in
-	// one stands for the status the service reports on its local copy), or
-	// of a kcp-side related type.
+	// one stands for the status the service reports on its local copy), of
+	// a kcp-side related type, or Namespaces (their labels decide
+	// spec.filter.namespace).
 	Objects []*unstructured.Unstructured
 	// ServiceObjects are samples of service-side related objects.
 	ServiceObjects []*unstructured.Unstructured
@@ -69,6 +70,8 @@ type Object struct {
 	Kcp string `json:"kcp"`
 	// Skipped says why the sample would not be synced.
 	Skipped string `json:"skipped,omitempty"`
+	// Notes say what the preview could not decide, or what else happens.
+	Notes []string `json:"notes,omitempty"`
 	// LocalName and LocalNamespace are the local copy's name.
 	LocalName      string `json:"localName,omitempty"`
 	LocalNamespace string `json:"localNamespace,omitempty"`
@@ -165,18 +168,33 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 	}
 	samples := map[related.Side][]*unstructured.Unstructured{related.SideService: in.ServiceObjects}
 	var primaries []*unstructured.Unstructured
+	namespaces := map[string]map[string]string{}
 	for _, obj := range in.Objects {
+		if obj.GetName() == "" {
+			return out, fmt.Errorf("a %s sample without metadata.name", obj.GetKind())
+		}
 		switch gk := obj.GroupVersionKind().GroupKind(); {
 		case gk == remote.GroupKind():
+			if namespaced := projected.Spec.Scope == apiextensionsv1.NamespaceScoped; namespaced != (obj.GetNamespace() != "") {
+				return out, fmt.Errorf("object %s: %s is %s in kcp, the sample %s a namespace", qualified(obj), gk, scopeWord(namespaced), hasWord(obj.GetNamespace() != ""))
+			}
 			primaries = append(primaries, obj)
 		case kcpRelated.Has(gk):
+			samples[related.SideKcp] = append(samples[related.SideKcp], obj)
+		case gk == schema.GroupKind{Kind: "Namespace"}:
+			namespaces[obj.GetName()] = obj.GetLabels()
 			samples[related.SideKcp] = append(samples[related.SideKcp], obj)
 		default:
 			return out, fmt.Errorf("object %s is a %s: the PublishedResource publishes %s and has no related %s in kcp", qualified(obj), gk, remote.GroupKind(), gk)
 		}
 	}
+	disabled := pr.Spec.Synchronization != nil && !pr.Spec.Synchronization.Enabled
 	for _, obj := range primaries {
-		o, err := in.object(ctx, s, rules, samples, obj)
+		if disabled {
+			out.Objects = append(out.Objects, Object{Kcp: qualified(obj), Skipped: "synchronization is disabled (spec.synchronization.enabled: false): new objects are not synced; deletions of objects synced earlier still are"})
+			continue
+		}
+		o, err := in.object(ctx, s, rules, samples, namespaces, obj)
 		if err != nil {
 			return out, fmt.Errorf("object %s: %w", qualified(obj), err)
 		}
@@ -186,13 +204,30 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 }
 
 // object previews one sample.
-func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules, samples map[related.Side][]*unstructured.Unstructured, obj *unstructured.Unstructured) (Object, error) {
+func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules, samples map[related.Side][]*unstructured.Unstructured, namespaces map[string]map[string]string, obj *unstructured.Unstructured) (Object, error) {
 	o := Object{Kcp: qualified(obj)}
+	if obj.GetDeletionTimestamp() != nil {
+		o.Skipped = "it is being deleted: the agent deletes its local copy, then removes its finalizer"
+		return o, nil
+	}
 	if rules.ResourceFilter != nil && !rules.ResourceFilter.Matches(labels.Set(obj.GetLabels())) {
 		o.Skipped = fmt.Sprintf("its labels do not match spec.filter.resource (%s)", rules.ResourceFilter)
 		return o, nil
 	}
-	ws := syncer.Workspace{Cluster: in.Workspace, Path: in.WorkspacePath}
+	if f := rules.NamespaceFilter; f != nil && obj.GetNamespace() != "" {
+		nsLabels, ok := namespaces[obj.GetNamespace()]
+		switch {
+		case !ok:
+			o.Notes = append(o.Notes, fmt.Sprintf("spec.filter.namespace (%s) is matched against the labels of namespace %s in kcp; it has no sample (a Namespace among the objects), so it is assumed to match", f, obj.GetNamespace()))
+		case !f.Matches(labels.Set(nsLabels)):
+			o.Skipped = fmt.Sprintf("the labels of its namespace %s do not match spec.filter.namespace (%s)", obj.GetNamespace(), f)
+			return o, nil
+		}
+	}
+	ws := syncer.Workspace{Cluster: in.Workspace}
+	if in.PublishedResource.Spec.EnableWorkspacePaths {
+		ws.Path = in.WorkspacePath
+	}
 	local, mutated, err := s.NewCopy(ws, obj)
 	if err != nil {
 		return o, err
@@ -202,7 +237,9 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 	reported := local.DeepCopy()
 	if status, ok := obj.Object["status"]; ok {
 		reported.Object["status"] = status
-		if o.StatusToKcp, err = s.StatusForKcp(mutated, reported); err != nil {
+		if !s.StatusSubresource {
+			o.Notes = append(o.Notes, "the type has no status subresource: the status is not written back into kcp (the consumer gets a StatusSubresourceMissing Event)")
+		} else if o.StatusToKcp, err = s.StatusForKcp(mutated, reported); err != nil {
 			return o, err
 		}
 	}
@@ -250,6 +287,20 @@ func (in Input) typeInfo(gvr schema.GroupVersionResource, own *apiextensionsv1.C
 		return discovery.TypeInfo{}, fmt.Errorf("%s is not known without a cluster", gvr)
 	}
 	return in.TypeInfo(gvr)
+}
+
+func scopeWord(namespaced bool) string {
+	if namespaced {
+		return "namespaced"
+	}
+	return "cluster-scoped"
+}
+
+func hasWord(has bool) string {
+	if has {
+		return "has"
+	}
+	return "has no"
 }
 
 func hasStatus(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -85,7 +85,11 @@ type hub struct {
 	log     logr.Logger
 
 	mu         sync.RWMutex
-	ctx        context.Context //nolint:containedctx // the controller's run context, set by Start.
+	// ctx is the controller's run context, set by Start; cancel ends it
+	// when the hub stops (the controller may stop with an error while its
+	// context lives on), so that registrations and replays end.
+	ctx        context.Context //nolint:containedctx // see above.
+	cancel     context.CancelFunc
 	queue      workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 	stopped    bool
 	workspaces map[string]*engagedWorkspace
@@ -135,7 +139,8 @@ func (h *hub) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterf
 		h.mu.Unlock()
 		return errors.New("the kcp event hub was started twice")
 	}
-	h.ctx, h.queue = ctx, queue
+	h.ctx, h.cancel = context.WithCancel(ctx)
+	h.queue = queue
 	var todo []registration
 	for _, ws := range h.workspaces {
 		if _, ok := h.endpoints[ws.Endpoint]; !ok {
@@ -297,7 +302,11 @@ func (h *hub) stop() {
 	h.workspaces = map[string]*engagedWorkspace{}
 	h.users = map[cache.Informers]int{}
 	h.endpoints = map[cache.Informers]*endpointWatch{}
+	cancel := h.cancel
 	h.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
 	removeHandles(drop)
 	h.running.Wait()
 }
@@ -376,7 +385,6 @@ func (h *hub) addHandler(r registration, w kcpWatch) (handle, error) {
 	if err != nil {
 		return handle{}, err
 	}
-	h.informers.used(r.endpointID, w.obj.GroupVersionKind())
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.route(ep, w, nil, obj) },
 		UpdateFunc: func(old, obj any) { h.route(ep, w, old, obj) },
@@ -385,6 +393,7 @@ func (h *hub) addHandler(r registration, w kcpWatch) (handle, error) {
 	if err != nil {
 		return handle{}, err
 	}
+	h.informers.used(r.endpointID, w.obj.GroupVersionKind())
 	return handle{informer: inf, reg: reg}, nil
 }
 

@@ -503,3 +503,35 @@ func TestHubStopWaitsForRegistrations(t *testing.T) {
 		t.Errorf("the informer the registration got is not recorded: %v", got)
 	}
 }
+
+// failingInformers is an endpoint whose informers cannot be found (a type
+// with no REST mapping yet): registrations retry with backoff.
+type failingInformers struct{ *fakeInformers }
+
+func (failingInformers) GetInformer(context.Context, ctrlruntimeclient.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return nil, errors.New("no matches for kind")
+}
+
+// TestHubStopEndsItsRegistrations: a controller that stops with an error
+// while its run context lives on (a service-side source that did not sync)
+// stops its hub, whose registrations in backoff end at once instead of
+// holding the stop for their next retry.
+func TestHubStopEndsItsRegistrations(t *testing.T) {
+	h := newHubHarness(t)
+	ep := failingInformers{newFakeInformers()}
+	h.start() // the run context is never cancelled here
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.hub.Engage(ctx, Workspace{Name: "ws1", Cluster: &fakeCluster{name: "ws1", endpoint: ep.fakeInformers}, Endpoint: ep, EndpointID: "a"})
+	time.Sleep(1500 * time.Millisecond) // in the registration's backoff (1 s, then 2 s)
+	stopped := make(chan struct{})
+	go func() {
+		h.hub.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		t.Fatal("stop waited for a registration's backoff")
+	}
+}

@@ -192,12 +192,12 @@ func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config, unused
 // every controller and endpoint connection has stopped.
 func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
-	f.events = kcpevents.New(ctx, f.scheme, func(workspace string) ctrlruntimeclient.Client {
+	f.events = kcpevents.New(f.scheme, func(workspace string) ctrlruntimeclient.Client {
 		if cl := f.engagedCluster(workspace); cl != nil {
 			return cl.GetClient()
 		}
 		return nil
-	})
+	}, f.log.WithName("kcp-events"), func(reason string) { metrics.KcpEventsDropped.WithLabelValues(reason).Inc() })
 	close(f.started)
 	metrics.SetFleet(f.stats)
 	defer metrics.SetFleet(nil)
@@ -214,14 +214,22 @@ func (f *fleet) Start(ctx context.Context) error {
 }
 
 // kcpEvents returns the recorder of component's Events on kcp objects in a
-// workspace (shared by all workspaces: see kcpevents).
+// workspace (broadcasters shared by the workspaces of an endpoint: see
+// kcpevents); one that records nothing if the workspace is not engaged.
 func (f *fleet) kcpEvents(workspace, component string) record.EventRecorder {
 	select {
 	case <-f.started:
-		return f.events.For(workspace, component)
 	default:
 		return &record.FakeRecorder{} // not started: nothing is engaged
 	}
+	f.mu.Lock()
+	id := f.clusters[workspace].ws.EndpointID
+	f.mu.Unlock()
+	if id == "" {
+		return &record.FakeRecorder{}
+	}
+	endpoint, _, _ := strings.Cut(id, "#")
+	return f.events.For(endpoint, workspace, component)
 }
 
 // goroutine runs fn on a goroutine that Start waits for, unless the fleet
