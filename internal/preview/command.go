@@ -108,14 +108,14 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		in.TypeInfo = resolver.ResourceInfo
 	}
 	for _, f := range *objects {
-		objs, err := readAll(f)
+		objs, err := ReadObjects(f)
 		if err != nil {
 			return fail(1, "%v", err)
 		}
 		in.Objects = append(in.Objects, objs...)
 	}
 	for _, f := range *serviceObjects {
-		objs, err := readAll(f)
+		objs, err := ReadObjects(f)
 		if err != nil {
 			return fail(1, "%v", err)
 		}
@@ -168,8 +168,9 @@ func readOne(path string, want schema.GroupVersionKind, into any) error {
 	return nil
 }
 
-// readAll decodes every object of a file (YAML documents, or JSON).
-func readAll(path string) ([]*unstructured.Unstructured, error) {
+// ReadObjects decodes every object of a file (YAML documents or JSON; the
+// items of a List).
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -3,11 +3,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/preview"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
@@ -171,28 +169,17 @@ func runExample(t *testing.T, dir string) {
 	agent.NoErrors(t)
 }
 
-// exampleObjects reads the objects of an example file (several YAML
-// documents); a missing optional file gives none.
+// exampleObjects reads the objects of an example file (as the preview
+// reads them); a missing optional file gives none.
 func exampleObjects(t *testing.T, dir, name string, required bool) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if errors.Is(err, os.ErrNotExist) && !required {
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) && !required {
 		return nil
 	}
+	objs, err := preview.ReadObjects(path)
 	framework.Must(t, err, "read %s", name)
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		framework.Must(t, err, "decode %s", name)
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
+	return objs
 }
 
 // subset reports the first field of want that got does not have with the

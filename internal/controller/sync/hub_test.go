@@ -76,6 +76,24 @@ func (h *hubHarness) engage(name, endpoint string) {
 	h.hub.Engage(ctx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: ep}, Endpoint: ep, EndpointID: endpoint})
 }
 
+// engageOn engages a workspace through an endpoint of the test's own
+// (whose objects live in objects).
+func (h *hubHarness) engageOn(name, endpointID string, ep cache.Informers, objects *fakeInformers) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	h.hub.Engage(ctx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: objects}, Endpoint: ep, EndpointID: endpointID})
+}
+
+// stopInBackground stops the hub; the channel closes once stop returned.
+func (h *hubHarness) stopInBackground() <-chan struct{} {
+	stopped := make(chan struct{})
+	go func() {
+		h.hub.stop()
+		close(stopped)
+	}()
+	return stopped
+}
+
 func (h *hubHarness) add(endpoint, cluster, name string) {
 	h.endpoints[endpoint].informer(thingGVK).add(thing(cluster, name))
 }
@@ -480,15 +498,9 @@ func TestHubStopWaitsForRegistrations(t *testing.T) {
 	h := newHubHarness(t)
 	ep := &slowInformers{fakeInformers: newFakeInformers(), slow: thingGVK, entered: make(chan struct{}), unblock: make(chan struct{})}
 	h.start()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h.hub.Engage(ctx, Workspace{Name: "ws1", Cluster: &fakeCluster{name: "ws1", endpoint: ep.fakeInformers}, Endpoint: ep, EndpointID: "slow"})
+	h.engageOn("ws1", "slow", ep, ep.fakeInformers)
 	<-ep.entered
-	stopped := make(chan struct{})
-	go func() {
-		h.hub.stop()
-		close(stopped)
-	}()
+	stopped := h.stopInBackground()
 	select {
 	case <-stopped:
 		t.Fatal("stop returned while a registration was under way")
@@ -520,15 +532,9 @@ func TestHubStopEndsItsRegistrations(t *testing.T) {
 	h := newHubHarness(t)
 	ep := failingInformers{newFakeInformers()}
 	h.start() // the run context is never cancelled here
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h.hub.Engage(ctx, Workspace{Name: "ws1", Cluster: &fakeCluster{name: "ws1", endpoint: ep.fakeInformers}, Endpoint: ep, EndpointID: "a"})
+	h.engageOn("ws1", "a", ep, ep.fakeInformers)
 	time.Sleep(1500 * time.Millisecond) // in the registration's backoff (1 s, then 2 s)
-	stopped := make(chan struct{})
-	go func() {
-		h.hub.stop()
-		close(stopped)
-	}()
+	stopped := h.stopInBackground()
 	select {
 	case <-stopped:
 	case <-time.After(time.Second):
