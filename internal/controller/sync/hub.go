@@ -84,7 +84,7 @@ type hub struct {
 	watches []kcpWatch
 	log     logr.Logger
 
-	mu         sync.RWMutex
+	mu sync.RWMutex
 	// ctx is the controller's run context, set by Start; cancel ends it
 	// when the hub stops (the controller may stop with an error while its
 	// context lives on), so that registrations and replays end.
