@@ -217,6 +217,20 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		// went with the primary): taken over from its current content.
 		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
 	}
+	if foreign && e.Origin == related.SideKcp {
+		// A service copy this agent created whose record was never
+		// written (the pass ended between the two writes, or the create's
+		// answer was lost) and whose source changed since: taken over from
+		// its current content, unless another live primary records it
+		// (two sources mapped to one name: the first one keeps it).
+		own, err := s.ownUnrecordedCopy(ctx, ws, e, rec)
+		if err != nil {
+			return res, err
+		}
+		if own != nil {
+			foreign, last = false, objmeta.Desired(own, e.SyncStatus).Object
+		}
+	}
 	if foreign {
 		shared, err := s.sharedCopy(ctx, ws, e, rec, dest.GetUID())
 		if err != nil {
@@ -478,8 +492,26 @@ func (s *Syncer) unsharedCopy(ctx context.Context, ws Workspace, e *related.Entr
 // nil: someone else's object is never deleted, and the source's release
 // does not wait for what cannot be decided.
 func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	dest, err := s.ownUnrecordedCopy(ctx, ws, e, rec)
+	if err != nil || dest == nil {
+		return nil, err
+	}
+	desired, err := desiredCopy(e, origin, dest.Object)
+	if err != nil || merge.Overwrite(dest.DeepCopy(), desired.Object) {
+		return nil, nil //nolint:nilerr // a copy that cannot be computed is not known to be ours
+	}
+	cp := rec.Destination.Unstructured()
+	cp.SetUID(dest.GetUID()) // only the object read here
+	return cp, nil
+}
+
+// ownUnrecordedCopy returns the service-side destination of rec, read from
+// the server (the caches of related types drop managedFields), if this
+// agent's field manager created it and no other primary that still exists
+// records it; nil otherwise, or when it cannot be read for good (its type
+// is gone, the agent may not read it).
+func (s *Syncer) ownUnrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (*unstructured.Unstructured, error) {
 	dest := rec.Destination.Unstructured()
-	// Read from the server: the caches of related types drop managedFields.
 	err := s.Service.Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
 	switch {
 	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err), apierrors.IsForbidden(err):
@@ -489,15 +521,11 @@ func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.En
 	case !createdByUs(dest):
 		return nil, nil
 	}
-	desired, err := desiredCopy(e, origin, dest.Object)
-	if err != nil || merge.Overwrite(dest.DeepCopy(), desired.Object) {
-		return nil, nil //nolint:nilerr // a copy that cannot be computed is not known to be ours
+	unshared, err := s.unsharedCopy(ctx, ws, e, rec)
+	if err != nil || unshared == nil {
+		return nil, err
 	}
-	cp, err := s.unsharedCopy(ctx, ws, e, rec)
-	if cp != nil {
-		cp.SetUID(dest.GetUID()) // only the object read here
-	}
-	return cp, err
+	return dest, nil
 }
 
 // removeFinalizer releases our finalizer from a kcp-side object. A related

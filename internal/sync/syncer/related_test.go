@@ -1790,3 +1790,52 @@ func TestSyncer_related_sourceDeletedBeforeItsFinalizer(t *testing.T) {
 		t.Error("a copy was made of a source whose finalizer could not be added")
 	}
 }
+
+// TestSyncer_related_kcpOriginCopyWithoutRecordFollowsItsSource: found by
+// the fifth 30-minute soak run (seed 31): the service kube-apiserver went
+// away while it created a kcp-origin copy (the create was applied, its
+// answer lost), so the copy's record was never written; the consumer then
+// changed the source, and from then on every pass refused the copy as
+// someone else's (ObjectConflict), and when the primary went the copy
+// stayed. A copy this agent created that no live record names is ours: it
+// follows its source.
+func TestSyncer_related_kcpOriginCopyWithoutRecordFollowsItsSource(t *testing.T) {
+	ctx := t.Context()
+	loseAnswer := true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "a"})},
+		serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			recordFieldManager(obj, opts)
+			err := c.Create(ctx, obj, opts...)
+			if err == nil && loseAnswer && obj.GetObjectKind().GroupVersionKind().Kind == "ConfigMap" {
+				loseAnswer = false
+				return errors.New("http2: client connection lost")
+			}
+			return err
+		}},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	if _, err := e.converge(t, "default", "foo"); err == nil {
+		t.Fatal("the copy's create did not fail")
+	}
+	src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+	src.Object["data"] = map[string]any{"key": "b"}
+	if err := e.kcp.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatalf("the copy without its record was refused: %v", err)
+	}
+	if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "b"}) {
+		t.Errorf("the copy = %v, want its source's new data", got)
+	}
+	// Deleting the primary deletes the copy.
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+		t.Error("the copy outlived its primary")
+	}
+}
