@@ -46,6 +46,7 @@ func TestPreviewMatchesTheAgent(t *testing.T) {
 		framework.Must(t, os.WriteFile(path, data, 0o600), "write %s", name)
 		return path
 	}
+	pr.APIVersion, pr.Kind = syncagentv1alpha1.SchemeGroupVersion.String(), "PublishedResource" // as in a file
 	var stdout, stderr bytes.Buffer
 	status := preview.Command([]string{"-f", write("pr.yaml", pr), "--kubeconfig", f.Service.Kubeconfig,
 		"--object", write("sample.yaml", sample.Object), "--agent-name", f.Export.Name + "-syncagent",

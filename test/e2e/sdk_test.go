@@ -33,9 +33,13 @@ func TestSDKClients(t *testing.T) {
 
 	factory := externalversions.NewSharedInformerFactory(cs, 0)
 	lister := factory.Syncagent().V1alpha1().PublishedResources().Lister()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop) // before Shutdown, which waits for the informers to end
+		factory.Shutdown()
+	}()
+	for typ, ok := range factory.WaitForCacheSync(stop) {
 		if !ok {
 			t.Fatalf("the informer of %v did not sync", typ)
 		}
