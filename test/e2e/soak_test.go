@@ -53,6 +53,11 @@ const (
 	// faults and between two administrator changes.
 	soakFaultEvery = 15 * time.Second
 	soakAdminEvery = 20 * time.Second
+	// soakRotateEvery is the mean time between two rotations of the kcp
+	// token, in runs of at least soakRotateMin (the short runs of make
+	// test keep their schedule).
+	soakRotateEvery = 6 * time.Minute
+	soakRotateMin   = 10 * time.Minute
 	// soakLease is the agent's leader-election lease (controller-runtime's
 	// default), which a stopped leader outlives.
 	soakLease = 15 * time.Second
@@ -212,6 +217,16 @@ func TestSoak(t *testing.T) {
 	}
 	loop(0, soakFaultEvery, func(rnd *rand.Rand) { replicas.fault(rnd, k, f.Service, w.faults, log) })
 	loop(100, soakAdminEvery, func(rnd *rand.Rand) { w.admin(t, rnd, log) })
+	if duration >= soakRotateMin {
+		// Both users may act as the agent; a rotation switches the file
+		// every replica reads, as a rotated Secret would.
+		framework.GrantAgentUser(t, f.Org, f.Export.Name, f.Export.Name, framework.SecondAgentUser)
+		second := false
+		loop(200, soakRotateEvery, func(*rand.Rand) {
+			second = !second
+			replicas.rotateToken(f, second, log)
+		})
+	}
 	wg.Wait()
 
 	// Quiescence: every change is undone (the administrator's and the
@@ -1059,6 +1074,43 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.Serv
 }
 
 // start starts a replica (log: nil before the run).
+// rotateToken writes the kcp kubeconfig with the other agent user's token
+// and logs how many of the running replicas reloaded it within a minute
+// (the old token stays valid: a replica that misses it, paused or
+// starting, goes on with the old one).
+func (r *replicaSet) rotateToken(f *framework.Fixture, second bool, log *opLog) {
+	cfg, user := f.Kcp.AgentConfig(f.Org.Path), framework.AgentUser
+	if second {
+		cfg, user = f.Kcp.SecondAgentConfig(f.Org.Path), framework.SecondAgentUser
+	}
+	r.mu.Lock()
+	agents := slices.Clone(r.agents)
+	r.mu.Unlock()
+	before := map[*framework.Agent]float64{}
+	for _, a := range agents {
+		before[a], _ = scrapeMetric(context.Background(), a, "sync_agent_kcp_kubeconfig_reloads_total", `result="success"`)
+	}
+	if err := framework.RewriteKubeconfig(f.KcpKubeconfig, cfg); err != nil {
+		log.add("fault-token-rotate user=%s: error: %v", user, err)
+		return
+	}
+	reloaded := 0
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		reloaded = 0
+		for _, a := range agents {
+			if n, err := scrapeMetric(context.Background(), a, "sync_agent_kcp_kubeconfig_reloads_total", `result="success"`); err == nil && n > before[a] {
+				reloaded++
+			}
+		}
+		if reloaded == len(agents) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	log.add("fault-token-rotate user=%s reloaded=%d/%d", user, reloaded, len(agents))
+}
+
 func (r *replicaSet) start(log *opLog) {
 	pprof := framework.MustFreeAddress(r.t)
 	a := framework.StartAgent(r.t, append(slices.Clone(r.args), "--pprof-address="+pprof)...)

@@ -282,6 +282,17 @@ func writeKubeconfig(path, context string, cfg *rest.Config) error {
 	return os.Chmod(path, 0o600)
 }
 
+// RewriteKubeconfig replaces the kubeconfig at path with one for cfg in one
+// step (a reader never sees half a file), as a secret's projected volume
+// is updated; it may be called off the test's goroutine.
+func RewriteKubeconfig(path string, cfg *rest.Config) error {
+	tmp := path + ".new"
+	if err := writeKubeconfig(tmp, "agent", cfg); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
 // Must fails the test on err.
 func Must(t T, err error, what string, args ...any) {
 	t.Helper()

@@ -82,6 +82,7 @@ func StartShardedKcp(t T) *Kcp {
 	tokens := strings.Join([]string{
 		adminToken + `,e2e-admin,e2e-admin,"system:kcp:admin"`,
 		fmt.Sprintf(`%s,%s,%s,""`, agentToken, AgentUser, AgentUser),
+		fmt.Sprintf(`%s,%s,%s,""`, secondAgentToken, SecondAgentUser, SecondAgentUser),
 		logicalClusterAdminToken + `,logical-cluster-admin,logical-cluster-admin,"system:kcp:logical-cluster-admin"`,
 		externalLogicalClusterAdminToken + `,external-logical-cluster-admin,external-logical-cluster-admin,"system:kcp:external-logical-cluster-admin"`,
 		shardMastersToken + `,shard-masters,shard-masters,"system:masters"`,
