@@ -7,6 +7,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"io"
+	stdlog "log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +20,10 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -371,5 +375,53 @@ func TestLogin(t *testing.T) {
 	}
 	if err := login([]string{"-registry", "registry.example", "-username", "bot"}, strings.NewReader("")); err == nil {
 		t.Error("an empty password was accepted")
+	}
+}
+
+// TestPushToARegistry: push sends the index of a built layout to a
+// registry (an in-memory one on 127.0.0.1), from which it comes back with
+// the same digest and both platforms.
+func TestPushToARegistry(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(stdlog.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials: anonymous
+
+	bins := fakeBinaries(t)
+	out := t.TempDir()
+	args := []string{"build", "-out", out, "-image", "local/api-syncagent:dev", "-version", "v1.2.3", "-revision", "abc"}
+	for arch, p := range bins {
+		args = append(args, "-binary", arch+"="+p)
+	}
+	if err := run(args); err != nil {
+		t.Fatal(err)
+	}
+	ref := host + "/team/api-syncagent:v1.2.3"
+	if err := run([]string{"push", "-layout", filepath.Join(out, "oci"), "-image", ref}); err != nil {
+		t.Fatal(err)
+	}
+	local, err := indexOf(filepath.Join(out, "oci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := remote.Index(tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := local.Digest()
+	got, _ := pushed.Digest()
+	if want != got {
+		t.Errorf("pushed index %s, built %s", got, want)
+	}
+	m, err := pushed.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 2 {
+		t.Errorf("the pushed index has %d manifests, want 2", len(m.Manifests))
 	}
 }
