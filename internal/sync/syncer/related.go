@@ -1,7 +1,10 @@
 package syncer
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
+	smdtyped "sigs.k8s.io/structured-merge-diff/v4/typed"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
@@ -218,17 +223,17 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
 	}
 	if foreign && e.Origin == related.SideKcp {
-		// A service copy this agent created whose record was never
-		// written (the pass ended between the two writes, or the create's
-		// answer was lost) and whose source changed since: taken over from
-		// its current content, unless another live primary records it
-		// (two sources mapped to one name: the first one keeps it).
-		own, err := s.ownUnrecordedCopy(ctx, ws, e, rec)
+		// A service copy created for this very record whose record was
+		// never written (the pass ended between the two writes, or the
+		// create's answer was lost) and whose source changed since: taken
+		// over from what the create wrote, so that fields the service side
+		// added since survive the merge.
+		_, created, err := s.copyOfRecord(ctx, rec)
 		if err != nil {
 			return res, err
 		}
-		if own != nil {
-			foreign, last = false, objmeta.Desired(own, e.SyncStatus).Object
+		if created != nil {
+			foreign, last = false, objmeta.Desired(created, e.SyncStatus).Object
 		}
 	}
 	if foreign {
@@ -306,7 +311,11 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		dest.SetKind(rec.Destination.Kind)
 		dest.SetNamespace(destKey.Namespace)
 		dest.SetName(destKey.Name)
-		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(keys.FieldManager)); err != nil {
+		owner := keys.FieldManager
+		if e.Origin == related.SideKcp {
+			owner = s.copyManager(rec)
+		}
+		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(owner)); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Our cache has not seen it yet: look again shortly.
 				res.Requeue = true
@@ -492,40 +501,79 @@ func (s *Syncer) unsharedCopy(ctx context.Context, ws Workspace, e *related.Entr
 // nil: someone else's object is never deleted, and the source's release
 // does not wait for what cannot be decided.
 func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	dest, err := s.ownUnrecordedCopy(ctx, ws, e, rec)
-	if err != nil || dest == nil {
+	dest, created, err := s.copyOfRecord(ctx, rec)
+	switch {
+	case err != nil || dest == nil:
 		return nil, err
-	}
-	desired, err := desiredCopy(e, origin, dest.Object)
-	if err != nil || merge.Overwrite(dest.DeepCopy(), desired.Object) {
-		return nil, nil //nolint:nilerr // a copy that cannot be computed is not known to be ours
+	case created == nil:
+		// Copies written before they had a manager of their own: the
+		// agent's, identical to origin's copy, and recorded by no other
+		// primary that still exists.
+		if !createdByUs(dest) {
+			return nil, nil
+		}
+		desired, err := desiredCopy(e, origin, dest.Object)
+		if err != nil || merge.Overwrite(dest.DeepCopy(), desired.Object) {
+			return nil, nil //nolint:nilerr // a copy that cannot be computed is not known to be ours
+		}
+		if cp, err := s.unsharedCopy(ctx, ws, e, rec); err != nil || cp == nil {
+			return nil, err
+		}
 	}
 	cp := rec.Destination.Unstructured()
 	cp.SetUID(dest.GetUID()) // only the object read here
 	return cp, nil
 }
 
-// ownUnrecordedCopy returns the service-side destination of rec, read from
-// the server (the caches of related types drop managedFields), if this
-// agent's field manager created it and no other primary that still exists
-// records it; nil otherwise, or when it cannot be read for good (its type
-// is gone, the agent may not read it).
-func (s *Syncer) ownUnrecordedCopy(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related) (*unstructured.Unstructured, error) {
-	dest := rec.Destination.Unstructured()
-	err := s.Service.Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
+// copyManager is the field manager that creates the service copy of a
+// kcp-origin record: one of its own per record (agent, primary, entry,
+// origin object), so that a copy whose record was never written is told
+// apart from every other object, the agent's copies for other records and
+// other agents' included.
+func (s *Syncer) copyManager(rec state.Related) string {
+	sum := sha256.Sum256([]byte(s.AgentName + "/" + state.RelatedSecretName(rec)))
+	return keys.FieldManager + "-" + hex.EncodeToString(sum[:])[:20]
+}
+
+// copyOfRecord reads the service-side destination of rec from the server
+// (the caches of related types drop managedFields) and, if rec's own
+// manager (copyManager) created it, what that create wrote (the fields the
+// manager still owns); dest is nil when it cannot be read for good (gone,
+// its type gone, the agent may not read it).
+func (s *Syncer) copyOfRecord(ctx context.Context, rec state.Related) (dest, created *unstructured.Unstructured, err error) {
+	dest = rec.Destination.Unstructured()
+	err = s.Service.Get(ctx, types.NamespacedName{Namespace: rec.Destination.Namespace, Name: rec.Destination.Name}, dest)
 	switch {
 	case apierrors.IsNotFound(err), apimeta.IsNoMatchError(err), apierrors.IsForbidden(err):
-		return nil, nil
+		return nil, nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("failed to get related destination %s: %w", rec.Destination.Name, err)
-	case !createdByUs(dest):
-		return nil, nil
+		return nil, nil, fmt.Errorf("failed to get related destination %s: %w", rec.Destination.Name, err)
 	}
-	unshared, err := s.unsharedCopy(ctx, ws, e, rec)
-	if err != nil || unshared == nil {
-		return nil, err
+	manager := s.copyManager(rec)
+	for _, m := range dest.GetManagedFields() {
+		if m.Manager == manager && m.FieldsV1 != nil {
+			return dest, ownedFields(dest, m.FieldsV1.Raw), nil
+		}
 	}
-	return dest, nil
+	return dest, nil, nil
+}
+
+// ownedFields returns the part of obj that the fields set (a managedFields
+// entry's FieldsV1) names; all of obj if the set cannot be read.
+func ownedFields(obj *unstructured.Unstructured, fieldsV1 []byte) *unstructured.Unstructured {
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(bytes.NewReader(fieldsV1)); err != nil {
+		return obj
+	}
+	tv, err := smdtyped.DeducedParseableType.FromUnstructured(obj.Object)
+	if err != nil {
+		return obj
+	}
+	m, ok := tv.ExtractItems(set.Leaves()).AsValue().Unstructured().(map[string]any)
+	if !ok {
+		return obj
+	}
+	return &unstructured.Unstructured{Object: m}
 }
 
 // removeFinalizer releases our finalizer from a kcp-side object. A related

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	smdtyped "sigs.k8s.io/structured-merge-diff/v4/typed"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
@@ -195,7 +196,30 @@ func recordFieldManager(obj ctrlruntimeclient.Object, opts []ctrlruntimeclient.C
 	if manager == "" {
 		manager = "kubectl-create"
 	}
-	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate}})
+	entry := metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1"}
+	// Every field the create sets is the manager's.
+	var u map[string]any
+	var err error
+	if un, ok := obj.(*unstructured.Unstructured); ok {
+		u = un.DeepCopy().Object
+	} else {
+		u, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	}
+	if err == nil {
+		delete(u, "apiVersion")
+		delete(u, "kind")
+		if meta, ok := u["metadata"].(map[string]any); ok {
+			u["metadata"] = map[string]any{"labels": meta["labels"], "annotations": meta["annotations"]}
+		}
+		if tv, err := smdtyped.DeducedParseableType.FromUnstructured(u); err == nil {
+			if set, err := tv.ToFieldSet(); err == nil {
+				if raw, err := set.ToJSON(); err == nil {
+					entry.FieldsV1 = &metav1.FieldsV1{Raw: raw}
+				}
+			}
+		}
+	}
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{entry})
 }
 
 // createPrimary creates the kcp primary default/foo.
@@ -1797,45 +1821,58 @@ func TestSyncer_related_sourceDeletedBeforeItsFinalizer(t *testing.T) {
 // answer lost), so the copy's record was never written; the consumer then
 // changed the source, and from then on every pass refused the copy as
 // someone else's (ObjectConflict), and when the primary went the copy
-// stayed. A copy this agent created that no live record names is ours: it
-// follows its source.
+// stayed. Each copy is created by a field manager of its own record, so a
+// copy without its record is still known to be that record's: it follows
+// its source (keeping what the service side added), and goes with its
+// primary even if no pass saw the source's change.
 func TestSyncer_related_kcpOriginCopyWithoutRecordFollowsItsSource(t *testing.T) {
-	ctx := t.Context()
-	loseAnswer := true
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "a"})},
-		serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
-			recordFieldManager(obj, opts)
-			err := c.Create(ctx, obj, opts...)
-			if err == nil && loseAnswer && obj.GetObjectKind().GroupVersionKind().Kind == "ConfigMap" {
-				loseAnswer = false
-				return errors.New("http2: client connection lost")
+	for _, syncFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("a pass before the deletion: %v", syncFirst), func(t *testing.T) {
+			ctx := t.Context()
+			loseAnswer := true
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+				kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "a"})},
+				serviceFuncs: interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+					recordFieldManager(obj, opts)
+					err := c.Create(ctx, obj, opts...)
+					if err == nil && loseAnswer && obj.GetObjectKind().GroupVersionKind().Kind == "ConfigMap" {
+						loseAnswer = false
+						return errors.New("http2: client connection lost")
+					}
+					return err
+				}},
+			})
+			e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+			if _, err := e.converge(t, "default", "foo"); err == nil {
+				t.Fatal("the copy's create did not fail")
 			}
-			return err
-		}},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	if _, err := e.converge(t, "default", "foo"); err == nil {
-		t.Fatal("the copy's create did not fail")
-	}
-	src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
-	src.Object["data"] = map[string]any{"key": "b"}
-	if err := e.kcp.Update(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.converge(t, "default", "foo"); err != nil {
-		t.Fatalf("the copy without its record was refused: %v", err)
-	}
-	if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "b"}) {
-		t.Errorf("the copy = %v, want its source's new data", got)
-	}
-	// Deleting the primary deletes the copy.
-	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
-		t.Fatal(err)
-	}
-	e.mustConverge(t)
-	if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
-		t.Error("the copy outlived its primary")
+			// The service side adds a key to the copy; the consumer changes the source.
+			cp := mustGet(t, e.service, configMapGVK, cluster, "app-config")
+			cp.Object["data"] = map[string]any{"key": "a", "service-added": "x"}
+			if err := e.service.Update(ctx, cp); err != nil {
+				t.Fatal(err)
+			}
+			src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+			src.Object["data"] = map[string]any{"key": "b"}
+			if err := e.kcp.Update(ctx, src); err != nil {
+				t.Fatal(err)
+			}
+			if syncFirst {
+				if _, err := e.converge(t, "default", "foo"); err != nil {
+					t.Fatalf("the copy without its record was refused: %v", err)
+				}
+				if got := mustGet(t, e.service, configMapGVK, cluster, "app-config").Object["data"]; !cmp.Equal(got, map[string]any{"key": "b", "service-added": "x"}) {
+					t.Errorf("the copy = %v, want its source's new data and the service side's key", got)
+				}
+			}
+			if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+			e.mustConverge(t)
+			if get(t, e.service, configMapGVK, cluster, "app-config") != nil {
+				t.Error("the copy outlived its primary")
+			}
+		})
 	}
 }
