@@ -16,6 +16,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # builds of one commit give one digest).
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 CREATED   ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+CREATED_RFC3339 = $(shell TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo 1970-01-01T00:00:00Z)
 LDFLAGS   := -X github.com/kcp-syncagent/api-syncagent/internal/version.Version=$(VERSION)
 
 E2E_TIMEOUT  ?= 60m
@@ -55,10 +56,11 @@ TESTBED_ENV = \
 test: verify test-unit image-test fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, the image check, fuzzing (briefly), e2e tests and the short soak.
 
 .PHONY: test-unit
-test-unit: ## Unit tests (with the race detector), the check of the PromQL the chart and docs ship (hack/promql), the image builder's tests (hack/image).
+test-unit: ## Unit tests (with the race detector), the check of the PromQL the chart and docs ship (hack/promql), the image builder's tests (hack/image), the SDK's (sdk).
 	go test -race -count=1 $(UNIT_PKGS)
 	go -C hack/promql test -count=1 ./...
 	go -C hack/image test -count=1 ./...
+	go -C sdk test -count=1 ./...
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long run).
@@ -70,7 +72,7 @@ fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long ru
 # refschema (hack/refschema, a test-only module with kcp's crdpuller) computes
 # the reference agent's schemas of built-in types; the e2e suite compares.
 .PHONY: refschema
-refschema:
+refschema: ## Build hack/refschema (the reference's schemas of built-in types, with kcp's crdpuller; used by e2e tests).
 	CGO_ENABLED=0 go -C hack/refschema build -trimpath -o $(CURDIR)/$(BIN_DIR)/refschema .
 
 .PHONY: test-e2e
@@ -171,7 +173,7 @@ image: ## Build the agent's OCI image (linux/amd64 and linux/arm64) into _build/
 		$(foreach a,$(IMAGE_ARCHS),-binary $(a)=$(CURDIR)/$(IMAGE_DIR)/bin/api-syncagent-linux-$(a)) | tee $(IMAGE_DIR)/digest
 
 .PHONY: image-push
-image-push: image ## Push the image to IMAGE=registry/name:tag (credentials of ~/.docker/config.json: docker login, podman login or crane auth login).
+image-push: image ## Push the image to IMAGE=registry/name:tag (credentials of ~/.docker/config.json: make registry-login, docker login or crane auth login).
 	$(IMAGE_TOOL) push -layout $(CURDIR)/$(IMAGE_DIR)/oci -image $(IMAGE)
 
 .PHONY: image-test
@@ -179,7 +181,7 @@ image-test: ## Build the image twice (one digest, or the build is not reproducib
 	$(MAKE) --no-print-directory image IMAGE_DIR=$(BIN_DIR)/image-check-1 >/dev/null
 	$(MAKE) --no-print-directory image IMAGE_DIR=$(BIN_DIR)/image-check-2 >/dev/null
 	@cmp $(BIN_DIR)/image-check-1/digest $(BIN_DIR)/image-check-2/digest || { echo "two image builds of one commit gave different digests" >&2; exit 1; }
-	IMAGE_LAYOUT=$(CURDIR)/$(BIN_DIR)/image-check-1/oci IMAGE_VERSION=$(VERSION) IMAGE_REVISION=$(REVISION) go -C hack/image test -count=1 -run '^TestBuiltImage$$' -v ./... | grep -E '^(--- |ok|FAIL|PASS)'
+	IMAGE_LAYOUT=$(CURDIR)/$(BIN_DIR)/image-check-1/oci IMAGE_VERSION=$(VERSION) IMAGE_REVISION=$(REVISION) go -C hack/image test -count=1 -run '^TestBuiltImage$$' -v ./... | grep -E '^(--- |ok|FAIL|PASS)|_test.go'
 	@echo "image: reproducible, $$(cat $(BIN_DIR)/image-check-1/digest)"
 
 .PHONY: registry-login
@@ -187,24 +189,26 @@ registry-login: ## Store credentials for REGISTRY (user REGISTRY_USER, password 
 	$(IMAGE_TOOL) login -registry $(REGISTRY) -username $(REGISTRY_USER)
 
 # The chart as an OCI artifact: version VERSION without its v, appVersion
-# VERSION (the image tag the release pushes).
+# VERSION (the image tag the release pushes); a VERSION that is no
+# v<semver> (an untagged commit) gives 0.0.0-dev.<version>.
 CHART_REPOSITORY ?= oci://ghcr.io/kcp-syncagent/charts
+CHART_VERSION    ?= $(or $(shell echo '$(VERSION)' | sed -n 's/^v\([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*.*\)$$/\1/p'),0.0.0-dev.$(VERSION))
 HELM = $$($(BUILD_TOOL) hack/tools/helm helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm helm tools)
 
 .PHONY: chart-package
-chart-package: ## Package the chart into _build/chart (version VERSION without its v, appVersion VERSION).
+chart-package: ## Package the chart into _build/chart (version VERSION without its v, or 0.0.0-dev.VERSION; appVersion VERSION).
 	rm -rf $(BIN_DIR)/chart && mkdir -p $(BIN_DIR)/chart
-	$(HELM) package $(CHART_DIR) --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) -d $(BIN_DIR)/chart
+	$(HELM) package $(CHART_DIR) --version $(CHART_VERSION) --app-version $(VERSION) -d $(BIN_DIR)/chart
 
 .PHONY: chart-push
 chart-push: chart-package ## Push the packaged chart to CHART_REPOSITORY (oci://ghcr.io/kcp-syncagent/charts).
-	$(HELM) push $(BIN_DIR)/chart/api-syncagent-$(patsubst v%,%,$(VERSION)).tgz $(CHART_REPOSITORY)
+	$(HELM) push $(BIN_DIR)/chart/api-syncagent-$(CHART_VERSION).tgz $(CHART_REPOSITORY)
 
 .PHONY: image-docker
 image-docker: ## The same image with a container engine (CONTAINER_ENGINE=docker or podman) from the Dockerfile, tagged $(IMAGE).
 	@command -v $(CONTAINER_ENGINE) >/dev/null || { echo "make image-docker needs a container engine: install docker or podman (CONTAINER_ENGINE=podman), or use make image" >&2; exit 1; }
 	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-		--build-arg CREATED=$$(date -u -d @$(CREATED) +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE) .
+		--build-arg CREATED=$(CREATED_RFC3339) -t $(IMAGE) .
 
 .PHONY: demo
 demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	// Time zones for CEL and template functions in images without
+	// /usr/share/zoneinfo (make image's).
+	_ "time/tzdata"
 
 	"github.com/spf13/pflag"
 

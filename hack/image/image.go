@@ -96,9 +96,11 @@ func Build(o Options) (v1.ImageIndex, map[string]v1.Image, error) {
 			return nil, nil, fmt.Errorf("linux/%s: %w", arch, err)
 		}
 		images[arch] = img
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "linux", Architecture: arch},
-		}})
+		platform := &v1.Platform{OS: "linux", Architecture: arch}
+		if arch == "arm64" {
+			platform.Variant = "v8" // as in the image's config
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: platform}})
 	}
 	return idx, images, nil
 }

@@ -123,8 +123,11 @@ func TestBuiltImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range m.Manifests {
-		if d.Platform.OS != runtime.GOOS || d.Platform.Architecture != runtime.GOARCH {
+		if d.Platform.Architecture != runtime.GOARCH {
 			continue
+		}
+		if runtime.GOOS != "linux" {
+			return // a linux binary: it runs on linux only
 		}
 		img, err := idx.Image(d.Digest)
 		if err != nil {
@@ -140,7 +143,7 @@ func TestBuiltImage(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("the image has no %s/%s manifest", runtime.GOOS, runtime.GOARCH)
+	t.Errorf("the image has no linux/%s manifest", runtime.GOARCH)
 }
 
 func checkIndex(t *testing.T, idx v1.ImageIndex, labels map[string]string, binary func(arch string) []byte) {

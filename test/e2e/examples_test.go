@@ -29,11 +29,14 @@ import (
 // exampleExpectation is an example's expect.yaml: what a user checks with
 // kubectl once the example is applied.
 type exampleExpectation struct {
-	// LocalNamespace and LocalNamePrefix: where the local copy is.
+	// LocalNamespace and LocalNamePrefix: where the local copy is
+	// ($WORKSPACE: the workspace's logical cluster name).
 	LocalNamespace  string `json:"localNamespace"`
 	LocalNamePrefix string `json:"localNamePrefix"`
-	// Local are fields the local copy has (a subset).
+	// Local are fields the local copy has (a subset); Kcp fields the kcp
+	// object keeps.
 	Local map[string]any `json:"local"`
+	Kcp   map[string]any `json:"kcp"`
 	// KcpStatus are fields of the kcp object's status once the service
 	// reported service-status.yaml; KcpStatusAbsent must not be there.
 	KcpStatus       map[string]any `json:"kcpStatus"`
@@ -106,14 +109,21 @@ func runExample(t *testing.T, dir string) {
 		local = &list.Items[0]
 		return true, nil
 	})
-	if expect.LocalNamespace != "" && local.GetNamespace() != expect.LocalNamespace {
-		t.Errorf("the local copy is in namespace %q, want %q", local.GetNamespace(), expect.LocalNamespace)
+	wantNamespace := strings.ReplaceAll(expect.LocalNamespace, "$WORKSPACE", consumer.ClusterName)
+	if wantNamespace == "" || local.GetNamespace() != wantNamespace {
+		t.Errorf("the local copy is in namespace %q, want %q (expect.yaml: localNamespace)", local.GetNamespace(), wantNamespace)
 	}
 	if !strings.HasPrefix(local.GetName(), expect.LocalNamePrefix) {
 		t.Errorf("the local copy is named %q, want the prefix %q", local.GetName(), expect.LocalNamePrefix)
 	}
 	if missing := subset(expect.Local, local.Object); missing != "" {
 		t.Errorf("the local copy: %s", missing)
+	}
+	if len(expect.Kcp) > 0 {
+		framework.Must(t, consumer.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(primary), primary), "get the kcp object")
+		if missing := subset(expect.Kcp, primary.Object); missing != "" {
+			t.Errorf("the kcp object: %s", missing)
+		}
 	}
 
 	// What the service's operator does next to the local copy.
