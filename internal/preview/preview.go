@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
@@ -25,6 +26,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 	"github.com/kcp-syncagent/api-syncagent/internal/validation"
@@ -155,7 +157,7 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 		AgentName:         in.AgentName,
 		LocalGVK:          projection.GVK(src),
 		LocalNamespaced:   src.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		StatusSubresource: hasStatus(src),
+		StatusSubresource: projection.HasStatusSubresource(src, projection.StorageVersion(src)),
 		Namer:             rules.Namer,
 		SpecMutator:       rules.SpecMutator,
 		StatusMutator:     rules.StatusMutator,
@@ -263,7 +265,7 @@ func (in Input) related(ctx context.Context, e *related.Entry, samples map[relat
 		return r
 	}
 	for _, p := range pairs {
-		c := fmt.Sprintf("%s → %s", qualified(p.Origin), qualifiedKey(p.Destination.Namespace, p.Destination.Name))
+		c := fmt.Sprintf("%s → %s", qualified(p.Origin), objmeta.QualifiedName(p.Destination.Namespace, p.Destination.Name))
 		if rec.assumed[qualified(p.Origin)] {
 			c += " (no sample: if it exists)"
 		}
@@ -275,13 +277,9 @@ func (in Input) related(ctx context.Context, e *related.Entry, samples map[relat
 // typeInfo finds a related type: the source or projected type itself, or
 // via in.TypeInfo.
 func (in Input) typeInfo(gvr schema.GroupVersionResource, own *apiextensionsv1.CustomResourceDefinition) (discovery.TypeInfo, error) {
-	if gvr.Group == own.Spec.Group && gvr.Resource == own.Spec.Names.Plural {
-		for _, v := range own.Spec.Versions {
-			if v.Name == gvr.Version {
-				return discovery.TypeInfo{GVK: gvr.GroupVersion().WithKind(own.Spec.Names.Kind), Namespaced: own.Spec.Scope == apiextensionsv1.NamespaceScoped,
-					HasStatus: v.Subresources != nil && v.Subresources.Status != nil}, nil
-			}
-		}
+	if gvr.Group == own.Spec.Group && gvr.Resource == own.Spec.Names.Plural && slices.ContainsFunc(own.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == gvr.Version }) {
+		return discovery.TypeInfo{GVK: gvr.GroupVersion().WithKind(own.Spec.Names.Kind), Namespaced: own.Spec.Scope == apiextensionsv1.NamespaceScoped,
+			HasStatus: projection.HasStatusSubresource(own, gvr.Version)}, nil
 	}
 	if in.TypeInfo == nil {
 		return discovery.TypeInfo{}, fmt.Errorf("%s is not known without a cluster", gvr)
@@ -303,22 +301,6 @@ func hasWord(has bool) string {
 	return "has no"
 }
 
-func hasStatus(crd *apiextensionsv1.CustomResourceDefinition) bool {
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			return v.Subresources != nil && v.Subresources.Status != nil
-		}
-	}
-	return false
-}
-
 func qualified(obj *unstructured.Unstructured) string {
-	return qualifiedKey(obj.GetNamespace(), obj.GetName())
-}
-
-func qualifiedKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
+	return objmeta.QualifiedName(obj.GetNamespace(), obj.GetName())
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 )
 
@@ -41,7 +42,7 @@ func where(side related.Side) string {
 
 func (s sideReader) Get(_ context.Context, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, _ ...ctrlruntimeclient.GetOption) error {
 	gvk := obj.GetObjectKind().GroupVersionKind()
-	s.r.lookups = append(s.r.lookups, fmt.Sprintf("get %s %s %s", gvk.Kind, qualifiedKey(key.Namespace, key.Name), where(s.side)))
+	s.r.lookups = append(s.r.lookups, fmt.Sprintf("get %s %s %s", gvk.Kind, objmeta.QualifiedName(key.Namespace, key.Name), where(s.side)))
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return fmt.Errorf("the preview reads unstructured objects only, not %T", obj)
@@ -53,7 +54,7 @@ func (s sideReader) Get(_ context.Context, key ctrlruntimeclient.ObjectKey, obj 
 		}
 	}
 	// No sample: assumed to exist, empty.
-	s.r.assumed[qualifiedKey(key.Namespace, key.Name)] = true
+	s.r.assumed[objmeta.QualifiedName(key.Namespace, key.Name)] = true
 	u.SetNamespace(key.Namespace)
 	u.SetName(key.Name)
 	u.SetGroupVersionKind(gvk)

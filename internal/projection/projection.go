@@ -34,6 +34,17 @@ func SourceGK(pr *syncagentv1alpha1.PublishedResource) schema.GroupKind {
 	return schema.GroupKind{Group: pr.Spec.Resource.APIGroup, Kind: pr.Spec.Resource.Kind}
 }
 
+// HasStatusSubresource reports whether version of crd has a status
+// subresource.
+func HasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == version {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}
+	}
+	return false
+}
+
 // StorageVersion returns the name of the storage version, "" if none.
 func StorageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 	for _, v := range crd.Spec.Versions {

@@ -42,7 +42,7 @@ func (k *kcpInformers) snapshot() map[string]sets.Set[schema.GroupVersionKind] {
 	defer k.mu.Unlock()
 	out := make(map[string]sets.Set[schema.GroupVersionKind], len(k.types))
 	for ep, types := range k.types {
-		out[ep] = sets.New(types.UnsortedList()...)
+		out[ep] = types.Clone()
 	}
 	return out
 }

@@ -707,7 +707,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		deletionOnly: disabled, remoteGVK: remoteGVK, remoteResource: projected.Spec.Names.Plural,
 		uid: pr.UID, generation: pr.Generation, schemaName: pr.Status.ResourceSchemaName,
 		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		statusSubresource: hasStatusSubresource(src, localGVK.Version),
+		statusSubresource: projection.HasStatusSubresource(src, localGVK.Version),
 	}
 	// Recorded before the controller can give any object our finalizer.
 	current := schema.GroupResource{Group: remoteGVK.Group, Resource: projected.Spec.Names.Plural}
@@ -825,15 +825,6 @@ func serviceGVRs(local schema.GroupVersionResource, watchedRelated []schema.Grou
 func syncDisabled() metav1.Condition {
 	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled,
 		"Synchronization is disabled: the schema is only published; deletions of objects synced earlier are still processed.")
-}
-
-func hasStatusSubresource(crd *apiextensionsv1.CustomResourceDefinition, version string) bool {
-	for _, v := range crd.Spec.Versions {
-		if v.Name == version {
-			return v.Subresources != nil && v.Subresources.Status != nil
-		}
-	}
-	return false
 }
 
 // endpoints returns the sorted virtual workspace URLs of the endpoint slice,
