@@ -32,6 +32,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
+	"github.com/kcp-syncagent/api-syncagent/internal/fairqueue"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -349,7 +350,7 @@ func New(opts Options) (*Controller, error) {
 		// Every PublishedResource has its own controller with the shared name.
 		SkipNameValidation: ptr(true),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
-			q := newTimedQueue(workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name}), time.Now)
+			q := newTimedQueue(newFairQueue(name, rl), time.Now)
 			r.streakMu.Lock()
 			r.queue = q
 			r.streakMu.Unlock()
@@ -378,6 +379,17 @@ func New(opts Options) (*Controller, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// newFairQueue is client-go's rate-limiting queue (de-duplication,
+// processing set, delayed and rate-limited retries, metrics under name)
+// over a store that takes the workspaces in turn: a workspace with a
+// backlog delays another's next object by one pass per busy workspace.
+func newFairQueue(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+	store := fairqueue.New(func(r mcreconcile.Request) string { return r.ClusterName })
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[mcreconcile.Request]{Name: name, Queue: store})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[mcreconcile.Request]{Name: name, Queue: q})
+	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying})
+}
 
 func typed(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}

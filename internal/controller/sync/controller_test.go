@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -161,5 +162,41 @@ func TestCachedReadsCutOffByAStop(t *testing.T) {
 	}
 	if recorded {
 		t.Error("an informer the cache did not hand out was recorded as used")
+	}
+}
+
+// The controller's queue takes the workspaces in turn (a backlog of one
+// delays another's object by one pass) and keeps client-go's delayed and
+// rate-limited retries.
+func TestQueueIsFairPerWorkspace(t *testing.T) {
+	req := func(ws, name string) mcreconcile.Request {
+		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}}
+	}
+	q := newFairQueue("", workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](time.Millisecond, time.Second))
+	defer q.ShutDown()
+	for i := range 500 {
+		q.Add(req("noisy", fmt.Sprint(i)))
+	}
+	q.Add(req("quiet", "a"))
+	q.AddRateLimited(req("retried", "b"))
+	var got []string
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < 502 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the rate-limited retry never came back; got %v", got)
+		}
+		if q.Len() == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		item, _ := q.Get()
+		got = append(got, item.ClusterName+"/"+item.Name)
+		q.Done(item)
+	}
+	if got[0] != "noisy/0" || got[1] != "quiet/a" {
+		t.Fatalf("first two passes %v, want noisy/0 then quiet/a", got[:2])
+	}
+	if n := len(got); n != 502 || slices.Index(got, "retried/b") < 0 {
+		t.Fatalf("%d passes, the retry at %d; want 502 with the retry", n, slices.Index(got, "retried/b"))
 	}
 }
