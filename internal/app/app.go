@@ -92,6 +92,8 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 		PatrolReport:       deps.Options.PatrolMode == options.PatrolModeReport,
 
 		UnusedKcpInformerTimeout: deps.Options.UnusedKcpInformerTimeout,
+		SyncWorkers:              deps.Options.SyncWorkers,
+		KcpWarningEventsOnly:     deps.Options.EventLevel == options.EventLevelWarning,
 	})
 }
 

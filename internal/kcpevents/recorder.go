@@ -57,6 +57,8 @@ type Recorder struct {
 	log     logr.Logger
 	// dropped is told of every Event the sink drops, with the reason.
 	dropped func(reason string)
+	// warningsOnly: Normal Events are not recorded (--event-level=warning).
+	warningsOnly bool
 
 	mu         sync.RWMutex
 	closed     bool
@@ -64,9 +66,9 @@ type Recorder struct {
 }
 
 // New returns a Recorder; its broadcasters start on first use and end
-// with Shutdown.
-func New(scheme *runtime.Scheme, clients Clients, log logr.Logger, dropped func(reason string)) *Recorder {
-	return &Recorder{scheme: scheme, clients: clients, log: log, dropped: dropped, broadcasts: map[string]record.EventBroadcaster{}}
+// with Shutdown. With warningsOnly, Normal Events are left out.
+func New(scheme *runtime.Scheme, clients Clients, log logr.Logger, dropped func(reason string), warningsOnly bool) *Recorder {
+	return &Recorder{scheme: scheme, clients: clients, log: log, dropped: dropped, warningsOnly: warningsOnly, broadcasts: map[string]record.EventBroadcaster{}}
 }
 
 // For returns the recorder of component's Events in workspace; group is the
@@ -107,34 +109,35 @@ func (r *Recorder) Shutdown() {
 }
 
 // guarded hands no Event to a broadcaster after Shutdown (the broadcaster
-// would log an error for each).
+// would log an error for each), nor a Normal Event when only Warnings are
+// recorded.
 type guarded struct {
 	r   *Recorder
 	rec record.EventRecorder
 }
 
-func (g *guarded) Event(object runtime.Object, eventtype, reason, message string) {
+// record calls emit unless the Event is not to be recorded.
+func (g *guarded) record(eventtype string, emit func()) {
+	if g.r.warningsOnly && eventtype != corev1.EventTypeWarning {
+		return
+	}
 	g.r.mu.RLock()
 	defer g.r.mu.RUnlock()
 	if !g.r.closed {
-		g.rec.Event(object, eventtype, reason, message)
+		emit()
 	}
+}
+
+func (g *guarded) Event(object runtime.Object, eventtype, reason, message string) {
+	g.record(eventtype, func() { g.rec.Event(object, eventtype, reason, message) })
 }
 
 func (g *guarded) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	g.r.mu.RLock()
-	defer g.r.mu.RUnlock()
-	if !g.r.closed {
-		g.rec.Eventf(object, eventtype, reason, messageFmt, args...)
-	}
+	g.record(eventtype, func() { g.rec.Eventf(object, eventtype, reason, messageFmt, args...) })
 }
 
 func (g *guarded) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	g.r.mu.RLock()
-	defer g.r.mu.RUnlock()
-	if !g.r.closed {
-		g.rec.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...)
-	}
+	g.record(eventtype, func() { g.rec.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...) })
 }
 
 // sink writes each Event with its workspace's client.

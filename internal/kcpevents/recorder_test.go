@@ -32,7 +32,9 @@ type harness struct {
 	rec     *Recorder
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessAt(t, false) }
+
+func newHarnessAt(t *testing.T, warningsOnly bool) *harness {
 	h := &harness{t: t, scheme: runtime.NewScheme(), clients: map[string]ctrlruntimeclient.Client{}, drops: map[string]int{}}
 	if err := clientgoscheme.AddToScheme(h.scheme); err != nil {
 		t.Fatal(err)
@@ -45,7 +47,7 @@ func newHarness(t *testing.T) *harness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.drops[reason]++
-	})
+	}, warningsOnly)
 	t.Cleanup(h.rec.Shutdown)
 	return h
 }
@@ -185,4 +187,28 @@ func TestFailingWorkspaceDelaysNoOther(t *testing.T) {
 	waitFor(t, "the drops counted", 5*time.Second, func() bool {
 		return h.dropped(DropUnreachable) == 3 && h.dropped(DropRejected) == 3 && h.dropped(DropWorkspaceGone) == 3
 	})
+}
+
+// TestWarningsOnly (--event-level=warning): Normal Events are not written
+// into kcp, in any of the three ways of recording; Warnings are.
+func TestWarningsOnly(t *testing.T) {
+	h := newHarnessAt(t, true)
+	a := h.workspace("ws-a", nil)
+	rec := h.rec.For("ep", "ws-a", "syncagent-sync")
+	rec.Event(obj("n1"), corev1.EventTypeNormal, "ObjectAccepted", "accepted")
+	rec.Eventf(obj("n2"), corev1.EventTypeNormal, "ObjectPlaced", "placed %s", "here")
+	rec.AnnotatedEventf(obj("n3"), nil, corev1.EventTypeNormal, "ObjectDeleted", "deleted")
+	rec.Eventf(obj("w1"), corev1.EventTypeWarning, "ObjectConflict", "taken by %s", "someone")
+	rec.AnnotatedEventf(obj("w2"), nil, corev1.EventTypeWarning, "ReconcilingError", "failed")
+	// One workspace's Events go through one broadcaster in order: had the
+	// Normal Events been recorded, they would be the first two written.
+	waitFor(t, "the two Warnings", 10*time.Second, func() bool { return len(events(t, a)) == 2 })
+	for _, e := range events(t, a) {
+		if e.Type != corev1.EventTypeWarning {
+			t.Errorf("a %s Event %s on %s was recorded", e.Type, e.Reason, e.InvolvedObject.Name)
+		}
+	}
+	if n := len(events(t, a)); n != 2 {
+		t.Errorf("%d Events, want the 2 Warnings", n)
+	}
 }

@@ -36,9 +36,6 @@ const (
 const (
 	DefaultMetricsAddress = "127.0.0.1:8085"
 
-	// Client-side rate limits. They are far above what the reference uses
-	// (client-go's 5/10) so that they never bound the sync throughput; the
-	// API servers' own flow control protects them.
 	// DefaultStateSweepInterval is how often state Secrets of vanished kcp
 	// objects are looked for.
 	DefaultStateSweepInterval = 10 * time.Minute
@@ -48,8 +45,24 @@ const (
 	// keeps kcp informers no sync controller uses before it is remade.
 	DefaultUnusedKcpInformerTimeout = 10 * time.Minute
 
+	// Client-side rate limits. They are far above what the reference uses
+	// (client-go's 5/10) so that they never bound the sync throughput; the
+	// API servers' own flow control protects them.
 	DefaultQPS   = 200
 	DefaultBurst = 400
+
+	// DefaultSyncWorkers is the reference's number of concurrent reconciles
+	// of each PublishedResource's sync controller.
+	DefaultSyncWorkers = 4
+)
+
+// The values of --event-level: which Events the sync records on kcp
+// objects (Events on the service cluster are not affected).
+const (
+	// EventLevelNormal records every Event, as the reference does.
+	EventLevelNormal = "normal"
+	// EventLevelWarning records only Warning Events into kcp.
+	EventLevelWarning = "warning"
 )
 
 // The values of --patrol-mode.
@@ -107,6 +120,11 @@ type Options struct {
 	// informers no sync controller uses before it is remade (0: kept).
 	UnusedKcpInformerTimeout time.Duration
 
+	// SyncWorkers is the number of concurrent reconciles of each sync
+	// controller; EventLevel is EventLevelNormal or EventLevelWarning.
+	SyncWorkers int
+	EventLevel  string
+
 	KcpQPS       float32
 	KcpBurst     int
 	ServiceQPS   float32
@@ -126,6 +144,8 @@ func New() *Options {
 		PatrolMode:         PatrolModeRepair,
 
 		UnusedKcpInformerTimeout: DefaultUnusedKcpInformerTimeout,
+		SyncWorkers:              DefaultSyncWorkers,
+		EventLevel:               EventLevelNormal,
 		KcpQPS:                   DefaultQPS,
 		KcpBurst:                 DefaultBurst,
 		ServiceQPS:               DefaultQPS,
@@ -156,6 +176,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
+	fs.IntVar(&o.SyncWorkers, "sync-workers", o.SyncWorkers, "Concurrent reconciles of each PublishedResource's sync controller. With a kcp that has spare capacity, throughput grows with it; each worker can have one request to kcp in flight.")
+	fs.StringVar(&o.EventLevel, "event-level", o.EventLevel, "Which Events the sync records on kcp objects: normal (every Event, as the reference) or warning (only Warning Events; each Event is a write that kcp authorizes and stores). Events on PublishedResources are not affected.")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
 	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
@@ -235,6 +257,12 @@ func (o *Options) Validate() (warnings []string, err error) {
 	}
 	if o.PatrolMode != PatrolModeRepair && o.PatrolMode != PatrolModeReport {
 		errs = append(errs, fmt.Errorf("--patrol-mode %q is invalid: must be %s or %s", o.PatrolMode, PatrolModeRepair, PatrolModeReport))
+	}
+	if o.SyncWorkers <= 0 {
+		errs = append(errs, errors.New("--sync-workers must be positive"))
+	}
+	if o.EventLevel != EventLevelNormal && o.EventLevel != EventLevelWarning {
+		errs = append(errs, fmt.Errorf("--event-level %q is invalid: must be %s or %s", o.EventLevel, EventLevelNormal, EventLevelWarning))
 	}
 	if o.KcpQPS <= 0 || o.ServiceQPS <= 0 {
 		errs = append(errs, errors.New("--kcp-qps and --service-qps must be positive"))

@@ -114,6 +114,16 @@ func TestOptions_Validate(t *testing.T) {
 			wantAgentName: "a-syncagent",
 		},
 		{
+			name:     "bad sync workers and event level are both listed",
+			args:     append(base, "--apiexport-ref=a", "--sync-workers=0", "--event-level=Warnings"),
+			wantErrs: []string{"--sync-workers must be positive", `--event-level "Warnings" is invalid: must be normal or warning`},
+		},
+		{
+			name:          "warning Events only, 16 workers",
+			args:          append(base, "--apiexport-ref=a", "--event-level=warning", "--sync-workers=16"),
+			wantAgentName: "a-syncagent",
+		},
+		{
 			name:     "bad namespace",
 			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=Not_OK", "--apiexport-ref=a"},
 			wantErrs: []string{`--namespace "Not_OK" is invalid`},
@@ -150,6 +160,9 @@ func TestOptions_Defaults(t *testing.T) {
 	o := parse(t)
 	if o.MetricsAddress != "127.0.0.1:8085" || o.HealthAddress != "" || o.LogFormat != "JSON" || o.EnableLeaderElection {
 		t.Errorf("unexpected defaults: %+v", o)
+	}
+	if o.SyncWorkers != 4 || o.EventLevel != "normal" {
+		t.Errorf("sync workers %d, event level %q; want the reference's 4 and every Event", o.SyncWorkers, o.EventLevel)
 	}
 	if !o.MetricsEnabled() {
 		t.Error("metrics must be enabled by default")

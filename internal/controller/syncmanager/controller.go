@@ -112,6 +112,11 @@ type Options struct {
 	PatrolReport   bool
 	// UnusedKcpInformerTimeout: see unusedInformers (0: never remade).
 	UnusedKcpInformerTimeout time.Duration
+	// SyncWorkers is each sync controller's number of concurrent
+	// reconciles (0: the sync controller's default).
+	SyncWorkers int
+	// KcpWarningEventsOnly records only Warning Events on kcp objects.
+	KcpWarningEventsOnly bool
 }
 
 // controllerKey holds everything whose change restarts a sync controller.
@@ -221,6 +226,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	f := newFleet(log, kcp.NewScheme(), opts.Target.Config, opts.UnusedKcpInformerTimeout)
+	f.warningEventsOnly = opts.KcpWarningEventsOnly
 	f.state = &state.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace, AgentName: opts.AgentName}
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, f)
 	if err != nil {
@@ -735,6 +741,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			Service:           local.GetClient(),
 			LocalCache:        r.copiesCache,
 			ServiceReader:     local.GetAPIReader(),
+			Workers:           r.SyncWorkers,
 			RelatedTypes:      relatedTypes,
 			RelatedService:    r.relatedClient,
 			RelatedCache:      r.relatedCache,

@@ -85,6 +85,8 @@ type fleet struct {
 	// events records Events on kcp objects (set by Start, shut down when
 	// everything else has stopped).
 	events *kcpevents.Recorder
+	// warningEventsOnly: see Options.KcpWarningEventsOnly (set before Start).
+	warningEventsOnly bool
 }
 
 type endpoint struct {
@@ -197,7 +199,7 @@ func (f *fleet) Start(ctx context.Context) error {
 			return cl.GetClient()
 		}
 		return nil
-	}, f.log.WithName("kcp-events"), func(reason string) { metrics.KcpEventsDropped.WithLabelValues(reason).Inc() })
+	}, f.log.WithName("kcp-events"), func(reason string) { metrics.KcpEventsDropped.WithLabelValues(reason).Inc() }, f.warningEventsOnly)
 	close(f.started)
 	metrics.SetFleet(f.stats)
 	defer metrics.SetFleet(nil)
