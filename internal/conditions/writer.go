@@ -3,7 +3,6 @@ package conditions
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 
@@ -22,20 +21,25 @@ import (
 //
 // Against an old PublishedResource CRD without the conditions and
 // observedGeneration fields (contract §1.1), the API server prunes them.
-// The Writer notices that once, logs a hint and from then on compares and
-// writes only the fields the CRD keeps, so it never loops.
+// The Writer leaves out what the CRD prunes (StatusFields), so it never
+// loops and writes nothing on an in-sync restart.
 type Writer struct {
 	Client ctrlruntimeclient.Client
-	// Reader reads fresh objects after a conflict (the manager's API reader).
+	// Reader reads fresh objects after a conflict, and the
+	// PublishedResource CRD (the manager's API reader).
 	Reader     ctrlruntimeclient.Reader
 	FieldOwner string
 	Log        logr.Logger
+	// Fields is what the CRD keeps (nil: the agent's shared record).
+	Fields *StatusFields
 }
 
-// conditionsPruned records that the service cluster's PublishedResource CRD
-// prunes conditions. It is process-wide: the agent talks to one service
-// cluster, and the hint is logged once, not once per controller.
-var conditionsPruned atomic.Bool
+func (w *Writer) fields() *StatusFields {
+	if w.Fields != nil {
+		return w.Fields
+	}
+	return sharedStatusFields
+}
 
 // Update applies mutate to the status of pr and writes it when it changed.
 // pr is updated with the result.
@@ -51,20 +55,28 @@ func (w *Writer) Update(ctx context.Context, pr *syncagentv1alpha1.PublishedReso
 
 		orig := pr.DeepCopy()
 		mutate(&pr.Status)
-		if conditionsPruned.Load() {
-			pr.Status.Conditions, pr.Status.ObservedGeneration = orig.Status.Conditions, orig.Status.ObservedGeneration
+		if !equality.Semantic.DeepEqual(orig.Status.Conditions, pr.Status.Conditions) || orig.Status.ObservedGeneration != pr.Status.ObservedGeneration {
+			keepsConditions, keepsObservedGeneration := w.fields().kept(ctx, w.Reader, w.Log)
+			if !keepsConditions {
+				pr.Status.Conditions = orig.Status.Conditions
+			}
+			if !keepsObservedGeneration {
+				pr.Status.ObservedGeneration = orig.Status.ObservedGeneration
+			}
 		}
 		if equality.Semantic.DeepEqual(orig.Status, pr.Status) {
 			return nil
 		}
-		wroteConditions := len(pr.Status.Conditions) > 0
+		wroteConditions, wroteObservedGeneration := len(pr.Status.Conditions) > 0, pr.Status.ObservedGeneration != 0
 
 		patch := ctrlruntimeclient.MergeFromWithOptions(orig, ctrlruntimeclient.MergeFromWithOptimisticLock{})
 		if err := w.Client.Status().Patch(ctx, pr, patch, ctrlruntimeclient.FieldOwner(w.FieldOwner)); err != nil {
 			return fmt.Errorf("failed to patch the status of PublishedResource %s: %w", pr.Name, err)
 		}
-		if wroteConditions && len(pr.Status.Conditions) == 0 && !conditionsPruned.Swap(true) {
-			w.Log.Info("The PublishedResource CRD in this cluster has no status.conditions (an older CRD); conditions are not written. Upgrade the CRD (deploy/crd or the Helm chart with crds.enabled) to get them.")
+		conditionsPruned := wroteConditions && len(pr.Status.Conditions) == 0
+		observedGenerationPruned := wroteObservedGeneration && pr.Status.ObservedGeneration == 0
+		if conditionsPruned || observedGenerationPruned {
+			w.fields().pruned(conditionsPruned, observedGenerationPruned, w.Log)
 		}
 		return nil
 	})

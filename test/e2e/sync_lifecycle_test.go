@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -53,19 +54,50 @@ func writes(t *testing.T, agent *framework.Agent) float64 {
 }
 
 // TestSyncRestartZeroWrites restarts the agent with everything in sync and
-// counts its write requests: there must be none.
+// counts its write requests: there must be none, with our PublishedResource
+// CRD and with the reference's (no status.conditions: the agent must know
+// before it writes that they would be pruned).
 func TestSyncRestartZeroWrites(t *testing.T) {
 	t.Parallel()
 	const objects = 20
-	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
-		[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+	t.Run("our CRD", func(t *testing.T) {
+		t.Parallel()
+		f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+			[]*syncagentv1alpha1.PublishedResource{thingsPR()}, 1)
+		restartWritesNothing(t, f, ws[0], agent, objects)
+	})
+	t.Run("the reference's CRD", func(t *testing.T) {
+		t.Parallel()
+		f := framework.NewFixture(t, testKcp)
+		installReferenceCRD(t, f.Service)
+		f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+		framework.Must(t, f.Service.Client.Create(t.Context(), thingsPR()), "create PublishedResource")
+		agent := framework.StartAgent(t, f.AgentArgs()...)
+		pr := f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "resourceSchemaName", func(pr *syncagentv1alpha1.PublishedResource) bool {
+			return pr.Status.ResourceSchemaName != ""
+		})
+		var exp *kcpapisv1alpha2.APIExport
+		framework.WaitFor(t, schemaTimeout, "the export to list the schema", func(ctx context.Context) (bool, error) {
+			var err error
+			exp, err = getExport(ctx, f.Org, f.Export.Name)
+			return err == nil && slices.Contains(exportSchemas(exp), pr.Status.ResourceSchemaName), err
+		})
+		ws := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, exp.Spec.PermissionClaims)
+		restartWritesNothing(t, f, ws, agent, objects)
+	})
+}
+
+// restartWritesNothing syncs n objects of ws, restarts the agent and checks
+// that the new process, once it reconciled them all, wrote nothing.
+func restartWritesNothing(t *testing.T, f *framework.Fixture, ws *framework.Workspace, agent *framework.Agent, n int) {
+	t.Helper()
 	ctx := t.Context()
-	for i := range objects {
-		framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpThing, "default", fmt.Sprintf("thing-%d", i), map[string]any{"color": "blue"})), "create Thing")
+	for i := range n {
+		framework.Must(t, ws.Client.Create(ctx, newObject(kcpThing, "default", fmt.Sprintf("thing-%d", i), map[string]any{"color": "blue"})), "create Thing")
 	}
 	framework.WaitFor(t, syncTimeout, "all local copies", func(ctx context.Context) (bool, error) {
-		items, err := localCopies(ctx, f.Service.Client, ws[0].ClusterName)
-		return len(items) == objects, err
+		items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
+		return len(items) == n, err
 	})
 	// Let the last requeues settle, then restart.
 	time.Sleep(5 * time.Second)
@@ -74,7 +106,7 @@ func TestSyncRestartZeroWrites(t *testing.T) {
 	agent = framework.StartAgent(t, f.AgentArgs()...)
 	agent.WaitReady(t, agentReadyTimeout)
 	framework.WaitFor(t, syncTimeout, "every object to be reconciled after the restart", func(context.Context) (bool, error) {
-		return metricValue(t, agent, "controller_runtime_reconcile_total", `controller="syncagent-sync"`, `result="success"`) >= objects, nil
+		return metricValue(t, agent, "controller_runtime_reconcile_total", `controller="syncagent-sync"`, `result="success"`) >= float64(n), nil
 	})
 	time.Sleep(5 * time.Second)
 	if w := writes(t, agent); w != 0 {
