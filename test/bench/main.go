@@ -35,8 +35,27 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
 
+// The scenarios of -scenario.
+const (
+	scenarioDefault = "default"
+	scenarioNoisy   = "noisy"
+	scenarioWide    = "wide"
+)
+
 // config is the scenario.
 type config struct {
+	Scenario string `json:"scenario"`
+	// NoisyObjects and QuietObjects: the noisy-neighbour scenario's
+	// objects of workspace 0 and of each other workspace.
+	NoisyObjects int `json:"noisyObjects,omitempty"`
+	QuietObjects int `json:"quietObjects,omitempty"`
+	// WideObjects: objects per workspace of the wide scenario.
+	WideObjects int `json:"wideObjects,omitempty"`
+	// EventLevel and SyncWorkers are passed to our agent (not to the
+	// baseline) when set.
+	EventLevel  string `json:"eventLevel,omitempty"`
+	SyncWorkers int    `json:"syncWorkers,omitempty"`
+
 	Workspaces int  `json:"workspaces"`
 	Objects    int  `json:"objects"`
 	Parallel   int  `json:"parallel"`
@@ -83,7 +102,13 @@ func envBool(name string, def bool) bool {
 
 func main() {
 	cfg := config{}
-	flag.IntVar(&cfg.Workspaces, "w", envInt("W", 10), "consumer workspaces ($W)")
+	flag.StringVar(&cfg.Scenario, "scenario", envString("SCENARIO", scenarioDefault), "default (the phases), noisy (one workspace's backlog against 1/s in the others) or wide (many workspaces, few objects each; -w defaults to 1000) ($SCENARIO)")
+	flag.IntVar(&cfg.NoisyObjects, "noisy-objects", envInt("NOISY_OBJECTS", 5000), "noisy: objects the noisy workspace creates ($NOISY_OBJECTS)")
+	flag.IntVar(&cfg.QuietObjects, "quiet-objects", envInt("QUIET_OBJECTS", 10), "noisy: objects each other workspace creates at 1/s ($QUIET_OBJECTS)")
+	flag.IntVar(&cfg.WideObjects, "wide-objects", envInt("WIDE_OBJECTS", 5), "wide: objects per workspace ($WIDE_OBJECTS)")
+	flag.StringVar(&cfg.EventLevel, "event-level", os.Getenv("EVENT_LEVEL"), "--event-level of our agent (normal or warning; empty: its default) ($EVENT_LEVEL)")
+	flag.IntVar(&cfg.SyncWorkers, "sync-workers", envInt("SYNC_WORKERS", 0), "--sync-workers of our agent (0: its default) ($SYNC_WORKERS)")
+	flag.IntVar(&cfg.Workspaces, "w", envInt("W", 0), "consumer workspaces (default 10; 1000 in the wide scenario) ($W)")
 	flag.IntVar(&cfg.Objects, "n", envInt("N", 2000), "objects in total, spread round-robin over the workspaces ($N)")
 	flag.IntVar(&cfg.Parallel, "p", envInt("P", 8), "parallel clients of the bench ($P)")
 	flag.BoolVar(&cfg.Related, "related", envBool("RELATED", false), "one related Secret per object, created in kcp and synced to the service cluster ($RELATED)")
@@ -103,6 +128,26 @@ func main() {
 			os.Exit(2)
 		}
 		cfg.ScanObjects = append(cfg.ScanObjects, n)
+	}
+	if cfg.Workspaces == 0 {
+		cfg.Workspaces = 10
+		if cfg.Scenario == scenarioWide {
+			cfg.Workspaces = 1000
+		}
+	}
+	switch {
+	case cfg.Scenario != scenarioDefault && cfg.Scenario != scenarioNoisy && cfg.Scenario != scenarioWide:
+		fmt.Fprintln(os.Stderr, "bench: -scenario must be default, noisy or wide")
+		os.Exit(2)
+	case cfg.Scenario == scenarioNoisy && (cfg.Workspaces < 2 || cfg.NoisyObjects < 1 || cfg.QuietObjects < 1):
+		fmt.Fprintln(os.Stderr, "bench: the noisy scenario needs -w of at least 2 and positive -noisy-objects and -quiet-objects")
+		os.Exit(2)
+	case cfg.Scenario == scenarioWide && cfg.WideObjects < 1:
+		fmt.Fprintln(os.Stderr, "bench: -wide-objects must be positive")
+		os.Exit(2)
+	case cfg.EventLevel != "" && cfg.EventLevel != "normal" && cfg.EventLevel != "warning":
+		fmt.Fprintln(os.Stderr, "bench: -event-level must be normal or warning")
+		os.Exit(2)
 	}
 	if cfg.Workspaces < 1 || cfg.Objects < 1 || cfg.Parallel < 1 || cfg.Count < 1 || cfg.Unrelated < 0 {
 		fmt.Fprintln(os.Stderr, "bench: -w, -n, -p and -count must be positive, -unrelated not negative")
@@ -136,6 +181,9 @@ func run(root *benchT, cfg *config) int {
 	root.check(os.Setenv(framework.EnvArtifacts, base))
 	if cfg.out == "" {
 		cfg.out = filepath.Join(base, "result.json")
+		if cfg.Scenario != scenarioDefault {
+			cfg.out = filepath.Join(base, cfg.Scenario+".json")
+		}
 		if cfg.MemoryScan {
 			cfg.out = filepath.Join(base, "memory-scan.json")
 		}
@@ -174,7 +222,50 @@ func run(root *benchT, cfg *config) int {
 		return 0
 	}
 
-	var runs []*runResult
+	switch cfg.Scenario {
+	case scenarioNoisy:
+		runs := repeat(cfg, func(rep int, a agentUnderTest) *noisyResult { return runNoisy(root, k, cfg, rep, a) })
+		var table bytes.Buffer
+		printNoisy(&table, cfg, runs)
+		report(root, cfg, table.Bytes())
+		writeJSON(root, cfg.out, struct {
+			Config config         `json:"config"`
+			Runs   []*noisyResult `json:"runs"`
+		}{*cfg, runs})
+		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		return 0
+	case scenarioWide:
+		runs := repeat(cfg, func(rep int, a agentUnderTest) *wideResult { return runWide(root, k, cfg, rep, a) })
+		var table bytes.Buffer
+		printWide(&table, runs)
+		report(root, cfg, table.Bytes())
+		writeJSON(root, cfg.out, struct {
+			Config config        `json:"config"`
+			Runs   []*wideResult `json:"runs"`
+		}{*cfg, runs})
+		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		return 0
+	}
+
+	runs := repeat(cfg, func(rep int, a agentUnderTest) *runResult { return runScenario(root, k, cfg, rep, a) })
+	sum := summarize(cfg, runs)
+	var table bytes.Buffer
+	printTable(&table, cfg, sum)
+	printRequests(&table, runs)
+	report(root, cfg, table.Bytes())
+	writeJSON(root, cfg.out, struct {
+		Config  config       `json:"config"`
+		Summary []summaryRow `json:"summary"`
+		Runs    []*runResult `json:"runs"`
+	}{*cfg, sum, runs})
+	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+	return 0
+}
+
+// repeat runs a scenario -count times with our agent and, alternating,
+// with the baseline.
+func repeat[R any](cfg *config, run func(rep int, a agentUnderTest) R) []R {
+	var runs []R
 	for rep := range cfg.Count {
 		agents := []agentUnderTest{{Label: labelOurs, Binary: cfg.Agent, Profile: cfg.ProfileSeconds}}
 		if cfg.Baseline != "" {
@@ -188,21 +279,10 @@ func run(root *benchT, cfg *config) int {
 			}
 		}
 		for _, a := range agents {
-			runs = append(runs, runScenario(root, k, cfg, rep+1, a))
+			runs = append(runs, run(rep+1, a))
 		}
 	}
-	sum := summarize(cfg, runs)
-	var table bytes.Buffer
-	printTable(&table, cfg, sum)
-	printRequests(&table, runs)
-	report(root, cfg, table.Bytes())
-	writeJSON(root, cfg.out, struct {
-		Config  config       `json:"config"`
-		Summary []summaryRow `json:"summary"`
-		Runs    []*runResult `json:"runs"`
-	}{*cfg, sum, runs})
-	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
-	return 0
+	return runs
 }
 
 // report prints the table and keeps it next to the JSON file (.txt).

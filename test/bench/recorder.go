@@ -56,6 +56,9 @@ func newRecorder(e *env) *recorder {
 	svc.Start(stop)
 	factories := []dynamicinformer.DynamicSharedInformerFactory{svc}
 	for i, ws := range e.consumers {
+		if e.onlyLocalWatch {
+			break
+		}
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.kcpDyn[i], 0, kcpNamespace, nil)
 		cluster := ws.ClusterName
 		r.handle(f.ForResource(kcpGVR).Informer(),

@@ -82,6 +82,12 @@ type env struct {
 	svcDyn    dynamic.Interface
 	kcpDyn    []dynamic.Interface
 
+	// onlyLocalWatch: the recorder watches the service side only (the
+	// wide scenario: no watch per consumer workspace into kcp).
+	onlyLocalWatch bool
+	// bindParallel: workspaces created and bound at once (0: 4).
+	bindParallel int
+
 	kcpKubeconfig string
 	agent         *framework.Agent
 	pprofAddress  string
@@ -96,6 +102,12 @@ func restConfig(cfg *rest.Config) *rest.Config {
 }
 
 func objectName(i int) string { return fmt.Sprintf("thing-%05d", i) }
+
+// consumerName is consumer-00 …, with more digits when there are more
+// than 100 workspaces.
+func consumerName(i, n int) string {
+	return fmt.Sprintf("consumer-%0*d", max(2, len(fmt.Sprint(n-1))), i)
+}
 
 // workspaceOf returns the index of object i's workspace (round-robin).
 func (e *env) workspaceOf(i int) int { return i % len(e.consumers) }
@@ -221,6 +233,14 @@ func (e *env) startAgent() {
 		"--metrics-address=" + metrics,
 		"--log-format=Console",
 	}
+	if e.au.Label == labelOurs {
+		if e.cfg.EventLevel != "" {
+			args = append(args, "--event-level="+e.cfg.EventLevel)
+		}
+		if e.cfg.SyncWorkers > 0 {
+			args = append(args, fmt.Sprintf("--sync-workers=%d", e.cfg.SyncWorkers))
+		}
+	}
 	if e.au.Profile > 0 || e.au.Pprof {
 		e.pprofAddress = framework.MustFreeAddress(t)
 		args = append(args, "--pprof-address="+e.pprofAddress)
@@ -265,14 +285,14 @@ func (e *env) bindConsumers() {
 	e.consumers = make([]*framework.Workspace, e.cfg.Workspaces)
 	e.kcpDyn = make([]dynamic.Interface, e.cfg.Workspaces)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	sem := make(chan struct{}, max(e.bindParallel, 4))
 	for i := range e.cfg.Workspaces {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ws := e.k.CreateWorkspace(t, e.org.Path, fmt.Sprintf("consumer-%02d", i), "universal")
+			ws := e.k.CreateWorkspace(t, e.org.Path, consumerName(i, e.cfg.Workspaces), "universal")
 			bind(t, ws, e.org.Path, exp.Spec.PermissionClaims)
 			dyn, err := dynamic.NewForConfig(restConfig(e.k.AdminConfig(ws.Path)))
 			t.check(err)

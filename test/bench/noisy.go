@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// The noisy-neighbour scenario (issue 17 #1): workspace 0 creates
+// NoisyObjects as fast as P clients can; once its backlog has built up,
+// every other workspace creates QuietObjects at one per second. With a FIFO
+// queue the quiet objects wait behind the backlog; with a fair one they
+// wait about one pass per busy workspace.
+const (
+	// quietInterval is each quiet workspace's pace.
+	quietInterval = time.Second
+	// quietDelay: the quiet workspaces start when the noisy workspace has
+	// been creating for this long (its backlog exists).
+	quietDelay = 5 * time.Second
+)
+
+// noisyResult is one run of the noisy-neighbour scenario.
+type noisyResult struct {
+	Agent string `json:"agent"`
+	Rep   int    `json:"rep"`
+	// Noisy: the noisy workspace's create → local copy; Quiet: every quiet
+	// object's.
+	Noisy *phaseResult `json:"noisy"`
+	Quiet *phaseResult `json:"quiet"`
+	// NoisyCalls: the bench's create calls into kcp for the noisy workspace.
+	NoisyCalls *phaseResult `json:"noisyCalls"`
+	// QuietDuringBacklog counts the quiet objects created before the
+	// noisy workspace's last copy appeared (the figure is about them).
+	QuietDuringBacklog int     `json:"quietDuringBacklog"`
+	QuietObjects       int     `json:"quietObjects"`
+	TotalSeconds       float64 `json:"totalSeconds"`
+}
+
+func noisyName(i int) string { return fmt.Sprintf("noisy-%05d", i) }
+func quietName(i int) string { return fmt.Sprintf("quiet-%02d", i) }
+
+// runNoisy runs the noisy-neighbour scenario once with one agent.
+func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnderTest) *noisyResult {
+	name := fmt.Sprintf("noisy-rep%d-%s", rep, au.Label)
+	t := root.child(name)
+	defer t.cleanup()
+	started := time.Now()
+	e := &env{t: t, cfg: cfg, k: k, au: au, dir: framework.ArtifactsDir(t)}
+	e.res = &runResult{Phases: map[string]*phaseResult{}}
+	logf("[%s] setting up: service cluster, organisation workspace, %d consumer workspaces", name, cfg.Workspaces)
+	e.setupKcpAndService(fmt.Sprintf("bench-noisy-%d-%s", rep, au.Label))
+	e.startAgent()
+	e.waitExported()
+	e.bindConsumers()
+	e.rec = newRecorder(e)
+	e.warmup()
+
+	res := &noisyResult{Agent: au.Label, Rep: rep}
+	noisyWS := e.consumers[0].ClusterName
+	logf("[%s] workspace 0 creates %d objects (P=%d); after %s the other %d create %d each at 1/s", name, cfg.NoisyObjects, cfg.Parallel, quietDelay, cfg.Workspaces-1, cfg.QuietObjects)
+
+	type quietCall struct {
+		key      string
+		returned time.Time
+	}
+	var (
+		mu     sync.Mutex
+		quiets []quietCall
+		qwg    sync.WaitGroup
+	)
+	quietStart := time.AfterFunc(quietDelay, func() {
+		for w := 1; w < len(e.consumers); w++ {
+			qwg.Add(1)
+			go func() {
+				defer qwg.Done()
+				tick := time.NewTicker(quietInterval)
+				defer tick.Stop()
+				for i := range cfg.QuietObjects {
+					if i > 0 {
+						<-tick.C
+					}
+					_, err := e.kcpDyn[w].Resource(kcpGVR).Namespace(kcpNamespace).Create(t.Context(), newThing(kcpGVR, kcpNamespace, quietName(i)), metav1.CreateOptions{})
+					if err != nil {
+						logf("[%s] quiet create in workspace %d failed: %v", name, w, err)
+						return
+					}
+					mu.Lock()
+					quiets = append(quiets, quietCall{key: e.consumers[w].ClusterName + "/" + quietName(i), returned: time.Now()})
+					mu.Unlock()
+				}
+			}()
+		}
+	})
+	defer quietStart.Stop()
+
+	start, done, calls := e.parallel(cfg.NoisyObjects, func(ctx context.Context, i int) error {
+		_, err := e.kcpDyn[0].Resource(kcpGVR).Namespace(kcpNamespace).Create(ctx, newThing(kcpGVR, kcpNamespace, noisyName(i)), metav1.CreateOptions{})
+		return err
+	})
+	res.NoisyCalls = callPhase(start, done, calls)
+	noisySynced := make([]time.Time, cfg.NoisyObjects)
+	framework.WaitFor(t, e.phaseTimeoutFor(cfg.NoisyObjects), "every noisy object's local copy", func(context.Context) (bool, error) {
+		if e.agent.Exited() {
+			t.Fatalf("the agent exited with code %d, see %s", e.agent.ExitCode(), e.agent.LogPath)
+		}
+		for i := range noisySynced {
+			if noisySynced[i].IsZero() {
+				ts, ok := e.rec.synced(noisyWS + "/" + noisyName(i))
+				if !ok {
+					return false, nil
+				}
+				noisySynced[i] = ts
+			}
+		}
+		return true, nil
+	})
+	res.Noisy = newPhase(start, done, noisySynced)
+	backlogEnd := start
+	for _, ts := range noisySynced {
+		backlogEnd = later(backlogEnd, ts)
+	}
+	qwg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	returned, synced := make([]time.Time, len(quiets)), make([]time.Time, len(quiets))
+	framework.WaitFor(t, setupTimeout, "every quiet object's local copy", func(context.Context) (bool, error) {
+		for i, q := range quiets {
+			ts, ok := e.rec.synced(q.key)
+			if !ok {
+				return false, nil
+			}
+			returned[i], synced[i] = q.returned, ts
+		}
+		return true, nil
+	})
+	res.QuietObjects = len(quiets)
+	if want := (len(e.consumers) - 1) * cfg.QuietObjects; len(quiets) != want {
+		t.Fatalf("%d quiet objects were created, want %d (see the log above)", len(quiets), want)
+	}
+	for _, q := range quiets {
+		if q.returned.Before(backlogEnd) {
+			res.QuietDuringBacklog++
+		}
+	}
+	res.Quiet = newPhase(quiets[0].returned, returned, synced)
+	res.TotalSeconds = time.Since(started).Seconds()
+	logf("[%s] done in %s: noisy %.1f obj/s, quiet p99 %.0f ms (%d of %d quiet objects created during the backlog)", name,
+		time.Since(started).Round(time.Second), res.Noisy.Throughput, res.Quiet.P99Ms, res.QuietDuringBacklog, res.QuietObjects)
+	return res
+}
+
+// phaseTimeoutFor bounds a wait for n objects.
+func (e *env) phaseTimeoutFor(n int) time.Duration {
+	return 3*time.Minute + time.Duration(n)*100*time.Millisecond
+}
+
+func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
+	_, _ = fmt.Fprintf(w, "\nnoisy neighbour: W=%d, workspace 0 creates %d objects with P=%d; after %s the other %d create %d each at 1/s\n\n",
+		cfg.Workspaces, cfg.NoisyObjects, cfg.Parallel, quietDelay, cfg.Workspaces-1, cfg.QuietObjects)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "agent\trep\tquiet p50 / p99 / max ms\tquiet created during the backlog\tnoisy create→local obj/s\tnoisy p50 / p99 s\tbench's noisy creates obj/s")
+	for _, r := range runs {
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s / %s / %s\t%d of %d\t%s\t%s / %s\t%s\n", r.Agent, r.Rep,
+			num(r.Quiet.P50Ms), num(r.Quiet.P99Ms), num(r.Quiet.MaxMs), r.QuietDuringBacklog, r.QuietObjects,
+			num(r.Noisy.Throughput), num(r.Noisy.P50Ms/1000), num(r.Noisy.P99Ms/1000), num(r.NoisyCalls.Throughput))
+	}
+	_ = tw.Flush()
+}
