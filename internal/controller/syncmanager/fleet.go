@@ -27,6 +27,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcpevents"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -324,7 +325,7 @@ func (f *fleet) SetEndpoints(urls []string) error {
 		}
 		cfg := rest.CopyConfig(f.base)
 		cfg.Host = u
-		p, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
+		p, err := f.newProvider(cfg)
 		if err != nil {
 			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
 		}
@@ -392,7 +393,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 		// The provider that ran cannot run again (its cache was started
 		// and stopped): only a fresh one.
 		for {
-			fresh, err := apiexport.New(cfg, apiexport.Options{Scheme: f.scheme})
+			fresh, err := f.newProvider(cfg)
 			if err == nil {
 				f.provMu.Lock()
 				ep.provider = fresh
@@ -407,6 +408,16 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 			wait = min(2*wait, endpointRetryMax)
 		}
 	}
+}
+
+// newProvider returns a kcp provider for the endpoint cfg.Host whose
+// caches keep no managedFields (kcp.WildcardCache).
+func (f *fleet) newProvider(cfg *rest.Config) (*apiexport.Provider, error) {
+	wildcard, err := kcp.NewWildcardCache(cfg, f.scheme)
+	if err != nil {
+		return nil, err
+	}
+	return apiexport.New(cfg, apiexport.Options{Scheme: f.scheme, WildcardCache: wildcard})
 }
 
 // sleep waits for d; false if ctx ended first.

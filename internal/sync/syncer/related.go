@@ -216,11 +216,18 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		foreign = last == nil
 	}
-	if foreign && e.Origin == related.SideService && createdByUs(dest) {
-		// A kcp copy this agent created for an earlier incarnation of the
-		// primary (deleted and created again; the copy stays, its record
-		// went with the primary): taken over from its current content.
-		foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
+	if foreign && e.Origin == related.SideService {
+		ours, err := s.createdByUsLive(ctx, ws, dest)
+		if err != nil {
+			return res, err
+		}
+		if ours {
+			// A kcp copy this agent created for an earlier incarnation of
+			// the primary (deleted and created again; the copy stays, its
+			// record went with the primary): taken over from its current
+			// content.
+			foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
+		}
 	}
 	if foreign && e.Origin == related.SideKcp {
 		// A service copy created for this very record whose record was
@@ -980,6 +987,29 @@ func goneFromServer(ctx context.Context, ws Workspace, obj *unstructured.Unstruc
 		return false, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	return cur.GetDeletionTimestamp() != nil || cur.GetUID() != obj.GetUID(), nil
+}
+
+// createdByUsLive tells whether this agent created a kcp object. The
+// workspace caches keep no managedFields, so an object without them is
+// read again from the server (the same object: the same UID).
+func (s *Syncer) createdByUsLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (bool, error) {
+	if createdByUs(obj) {
+		return true, nil
+	}
+	live := ws.Live
+	if live == nil {
+		live = ws.Client
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	err := live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return cur.GetUID() == obj.GetUID() && createdByUs(cur), nil
 }
 
 // createdByUs tells whether the agent created obj (its field manager

@@ -1876,3 +1876,52 @@ func TestSyncer_related_kcpOriginCopyWithoutRecordFollowsItsSource(t *testing.T)
 		})
 	}
 }
+
+// TestSyncer_related_earlierCopyTakenOverFromACacheWithoutManagedFields:
+// the kcp workspace caches keep no managedFields; the copy of an earlier
+// primary is still recognised as this agent's (read again from the
+// server) and taken over.
+func TestSyncer_related_earlierCopyTakenOverFromACacheWithoutManagedFields(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	src.Object["spec"] = map[string]any{"user": "second"}
+	if err := e.service.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+
+	strip := func(obj ctrlruntimeclient.Object) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u.SetManagedFields(nil)
+		}
+	}
+	cached := interceptor.NewClient(e.kcp.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			err := c.Get(ctx, key, obj, opts...)
+			strip(obj)
+			return err
+		},
+	})
+	for range 10 {
+		res, err := e.syncer.Process(ctx, Workspace{Client: cached, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Requeue {
+			break
+		}
+	}
+	if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the copy (-want +got):\n%s", diff)
+	}
+}
