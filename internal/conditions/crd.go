@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/singleflight"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,9 +21,10 @@ const CRDName = "publishedresources.syncagent.kcp.io"
 // crdReadTimeout bounds the read of the PublishedResource CRD.
 const crdReadTimeout = 10 * time.Second
 
-// prunedRecheck: a CRD found to prune a field is read again at most this
-// often (and only when a write of that field is wanted), so an upgraded
-// CRD is noticed without a restart.
+// prunedRecheck: a CRD found to prune a field, or that could not be read,
+// is read again at most this often, and only when a write of such a field
+// is wanted (the syncmanager looks at each running PublishedResource every
+// minute), so an upgraded CRD is noticed without a restart.
 const prunedRecheck = 5 * time.Minute
 
 // StatusFields knows which of the newer status fields (conditions,
@@ -39,7 +41,9 @@ type StatusFields struct {
 	// keepsConditions, keepsObservedGeneration: what the CRD keeps.
 	keepsConditions, keepsObservedGeneration bool
 	hinted                                   bool
-	now                                      func() time.Time
+	// reads lets concurrent writers share one read of the CRD.
+	reads singleflight.Group
+	now   func() time.Time
 }
 
 // sharedStatusFields is the agent's: it talks to one service cluster, so
@@ -58,24 +62,41 @@ func (f *StatusFields) clock() time.Time {
 // re-check). Unknown counts as kept: the write then tells.
 func (f *StatusFields) kept(ctx context.Context, r ctrlruntimeclient.Reader, log logr.Logger) (conditions, observedGeneration bool) {
 	f.mu.Lock()
-	fresh := f.known && ((f.keepsConditions && f.keepsObservedGeneration) || f.clock().Sub(f.checked) < prunedRecheck)
-	conditions, observedGeneration = f.keepsConditions, f.keepsObservedGeneration
-	known := f.known
+	// A CRD that keeps both is not read again (a write that sees them
+	// pruned says so); otherwise at most every prunedRecheck, whether the
+	// last read worked or not.
+	fresh := (f.known && f.keepsConditions && f.keepsObservedGeneration) ||
+		(!f.checked.IsZero() && f.clock().Sub(f.checked) < prunedRecheck)
+	conditions, observedGeneration = f.keepsConditions || !f.known, f.keepsObservedGeneration || !f.known
 	f.mu.Unlock()
 	if fresh {
 		return conditions, observedGeneration
 	}
-	ctx, cancel := context.WithTimeout(ctx, crdReadTimeout)
-	defer cancel()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := r.Get(ctx, types.NamespacedName{Name: CRDName}, crd); err != nil {
-		if known {
-			return conditions, observedGeneration
+	// One read for all callers; each waits at most for its own context.
+	ch := f.reads.DoChan("crd", func() (any, error) {
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), crdReadTimeout)
+		defer cancel()
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := r.Get(readCtx, types.NamespacedName{Name: CRDName}, crd); err != nil {
+			// Not read again before prunedRecheck; what is known stays,
+			// and unknown counts as kept (the writes tell).
+			f.mu.Lock()
+			f.checked = f.clock()
+			f.mu.Unlock()
+			return nil, err
 		}
-		return true, true
+		c, og := statusKeeps(crd)
+		f.learn(c, og, log)
+		return [2]bool{c, og}, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err == nil {
+			keeps := res.Val.([2]bool)
+			return keeps[0], keeps[1]
+		}
+	case <-ctx.Done():
 	}
-	conditions, observedGeneration = statusKeeps(crd)
-	f.learn(conditions, observedGeneration, log)
 	return conditions, observedGeneration
 }
 
@@ -100,6 +121,10 @@ func (f *StatusFields) pruned(conditionsPruned, observedGenerationPruned bool, l
 	f.learn(keepsC && !conditionsPruned, keepsOG && !observedGenerationPruned, log)
 }
 
+func preservesUnknown(s *apiextensionsv1.JSONSchemaProps) bool {
+	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
+}
+
 // statusKeeps reads from the CRD's schema of our version whether status
 // keeps conditions and observedGeneration.
 func statusKeeps(crd *apiextensionsv1.CustomResourceDefinition) (conditions, observedGeneration bool) {
@@ -110,11 +135,13 @@ func statusKeeps(crd *apiextensionsv1.CustomResourceDefinition) (conditions, obs
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			return true, true
 		}
-		status, ok := v.Schema.OpenAPIV3Schema.Properties["status"]
+		root := v.Schema.OpenAPIV3Schema
+		status, ok := root.Properties["status"]
 		if !ok {
-			return false, false
+			preserved := preservesUnknown(root)
+			return preserved, preserved
 		}
-		if status.XPreserveUnknownFields != nil && *status.XPreserveUnknownFields {
+		if preservesUnknown(&status) {
 			return true, true
 		}
 		_, conditions = status.Properties["conditions"]

@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,10 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -167,7 +170,7 @@ func TestWriter_oldCRDWithoutConditions(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, stored)
 		},
 	}, pr)
-	// The CRD cannot be read (the scheme lacks it): the write tells.
+	// The CRD does not exist here: the write tells.
 	w := &Writer{Client: c, Reader: c, FieldOwner: "me", Log: logr.Discard(), Fields: &StatusFields{}}
 
 	if err := w.Update(ctx, pr, schemaReady(metav1.ConditionTrue)); err != nil {
@@ -275,5 +278,78 @@ func TestWriter_noticesAnUpgradedCRD(t *testing.T) {
 	update(metav1.ConditionFalse)
 	if srv.patches != 2 || len(pr.Status.Conditions) == 0 {
 		t.Fatalf("%d patches, status %+v; want the conditions written after the upgrade", srv.patches, pr.Status)
+	}
+}
+
+// TestStatusKeeps: what a CRD's schema keeps of status.
+func TestStatusKeeps(t *testing.T) {
+	preserve := true
+	withVersion := func(name string, schema *apiextensionsv1.JSONSchemaProps) *apiextensionsv1.CustomResourceDefinition {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		v := apiextensionsv1.CustomResourceDefinitionVersion{Name: name}
+		if schema != nil {
+			v.Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema}
+		}
+		crd.Spec.Versions = []apiextensionsv1.CustomResourceDefinitionVersion{v}
+		return crd
+	}
+	for _, tc := range []struct {
+		name       string
+		crd        *apiextensionsv1.CustomResourceDefinition
+		wantC, wOG bool
+	}{
+		{"ours", prCRD("conditions", "observedGeneration"), true, true},
+		{"the reference's", prCRD(), false, false},
+		{"only conditions", prCRD("conditions"), true, false},
+		{"status preserves unknown fields", withVersion("v1alpha1", &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"status": {Type: "object", XPreserveUnknownFields: &preserve}}}), true, true},
+		{"no status, the root preserves unknown fields", withVersion("v1alpha1", &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}), true, true},
+		{"no status schema", withVersion("v1alpha1", &apiextensionsv1.JSONSchemaProps{Type: "object"}), false, false},
+		{"no schema", withVersion("v1alpha1", nil), true, true},
+		{"our version not served", withVersion("v1beta1", &apiextensionsv1.JSONSchemaProps{Type: "object"}), true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if c, og := statusKeeps(tc.crd); c != tc.wantC || og != tc.wOG {
+				t.Errorf("keeps conditions %v, observedGeneration %v; want %v, %v", c, og, tc.wantC, tc.wOG)
+			}
+		})
+	}
+}
+
+// TestWriter_unreadableCRDIsNotReadOnEveryWrite: a CRD that cannot be read
+// (RBAC) is tried again only after prunedRecheck; meanwhile the writes go
+// on and tell what is pruned.
+func TestWriter_unreadableCRDIsNotReadOnEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	reads := 0
+	pr := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things", Generation: 1}}
+	c := newClient(t, interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			if _, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+				reads++
+				return apierrors.NewForbidden(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, CRDName, errors.New("no RBAC"))
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}, pr)
+	now := time.Now()
+	w := &Writer{Client: c, Reader: c, FieldOwner: "me", Log: logr.Discard(), Fields: &StatusFields{now: func() time.Time { return now }}}
+	for i, s := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionTrue} {
+		if err := w.Update(ctx, pr, schemaReady(s)); err != nil {
+			t.Fatal(err)
+		}
+		if len(pr.Status.Conditions) == 0 {
+			t.Fatalf("update %d: no conditions written although the server keeps them", i)
+		}
+	}
+	if reads != 1 {
+		t.Errorf("%d reads of the CRD within the re-check time, want 1", reads)
+	}
+	now = now.Add(prunedRecheck)
+	if err := w.Update(ctx, pr, schemaReady(metav1.ConditionFalse)); err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 {
+		t.Errorf("%d reads of the CRD after the re-check time, want 2", reads)
 	}
 }

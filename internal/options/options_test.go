@@ -31,6 +31,8 @@ func TestOptions_Validate(t *testing.T) {
 		wantErrs      []string // substrings that must all appear
 		wantWarning   string
 		wantAgentName string
+		// check, if set, checks the parsed options.
+		check func(t *testing.T, o *Options)
 	}{
 		{
 			name:          "endpoint slice ref defaults the agent name",
@@ -122,6 +124,11 @@ func TestOptions_Validate(t *testing.T) {
 			name:          "warning Events only, 16 workers",
 			args:          append(base, "--apiexport-ref=a", "--event-level=warning", "--sync-workers=16"),
 			wantAgentName: "a-syncagent",
+			check: func(t *testing.T, o *Options) {
+				if o.EventLevel != EventLevelWarning || o.SyncWorkers != 16 {
+					t.Errorf("event level %q, sync workers %d", o.EventLevel, o.SyncWorkers)
+				}
+			},
 		},
 		{
 			name:     "bad namespace",
@@ -151,6 +158,9 @@ func TestOptions_Validate(t *testing.T) {
 			}
 			if tc.wantAgentName != "" && o.AgentName != tc.wantAgentName {
 				t.Errorf("agent name = %q, want %q", o.AgentName, tc.wantAgentName)
+			}
+			if tc.check != nil {
+				tc.check(t, o)
 			}
 		})
 	}

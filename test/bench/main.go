@@ -145,6 +145,13 @@ func main() {
 	case cfg.Scenario == scenarioWide && cfg.WideObjects < 1:
 		fmt.Fprintln(os.Stderr, "bench: -wide-objects must be positive")
 		os.Exit(2)
+	case cfg.Scenario == scenarioWide && cfg.Baseline != "":
+		// It reads metrics and pprof only our agent has.
+		fmt.Fprintln(os.Stderr, "bench: the wide scenario measures our agent alone; -baseline is not supported")
+		os.Exit(2)
+	case cfg.Scenario != scenarioDefault && (cfg.Related || cfg.Unrelated > 0 || cfg.MemoryScan):
+		fmt.Fprintln(os.Stderr, "bench: -related, -unrelated and -memory-scan belong to the default scenario")
+		os.Exit(2)
 	case cfg.EventLevel != "" && cfg.EventLevel != "normal" && cfg.EventLevel != "warning":
 		fmt.Fprintln(os.Stderr, "bench: -event-level must be normal or warning")
 		os.Exit(2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -30,17 +31,20 @@ const (
 type noisyResult struct {
 	Agent string `json:"agent"`
 	Rep   int    `json:"rep"`
-	// Noisy: the noisy workspace's create → local copy; Quiet: every quiet
-	// object's.
+	// Noisy: the noisy workspace's create → local copy; Quiet: that of the
+	// quiet objects created while the noisy backlog drained, from the start
+	// of their create call.
 	Noisy *phaseResult `json:"noisy"`
 	Quiet *phaseResult `json:"quiet"`
 	// NoisyCalls: the bench's create calls into kcp for the noisy workspace.
 	NoisyCalls *phaseResult `json:"noisyCalls"`
 	// QuietDuringBacklog counts the quiet objects created before the
 	// noisy workspace's last copy appeared (the figure is about them).
-	QuietDuringBacklog int     `json:"quietDuringBacklog"`
-	QuietObjects       int     `json:"quietObjects"`
-	TotalSeconds       float64 `json:"totalSeconds"`
+	QuietDuringBacklog int `json:"quietDuringBacklog"`
+	// QuietAfterBacklog: the quiet objects created after it (nil: none).
+	QuietAfterBacklog *phaseResult `json:"quietAfterBacklog,omitempty"`
+	QuietObjects      int          `json:"quietObjects"`
+	TotalSeconds      float64      `json:"totalSeconds"`
 }
 
 func noisyName(i int) string { return fmt.Sprintf("noisy-%05d", i) }
@@ -67,17 +71,19 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	logf("[%s] workspace 0 creates %d objects (P=%d); after %s the other %d create %d each at 1/s", name, cfg.NoisyObjects, cfg.Parallel, quietDelay, cfg.Workspaces-1, cfg.QuietObjects)
 
 	type quietCall struct {
-		key      string
-		returned time.Time
+		key string
+		// started: the create call's start (the kcp create's own latency
+		// counts, and a copy may appear before the call returns).
+		started time.Time
 	}
 	var (
 		mu     sync.Mutex
 		quiets []quietCall
 		qwg    sync.WaitGroup
 	)
-	quietStart := time.AfterFunc(quietDelay, func() {
+	qwg.Add(len(e.consumers) - 1)
+	time.AfterFunc(quietDelay, func() {
 		for w := 1; w < len(e.consumers); w++ {
-			qwg.Add(1)
 			go func() {
 				defer qwg.Done()
 				tick := time.NewTicker(quietInterval)
@@ -86,19 +92,19 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 					if i > 0 {
 						<-tick.C
 					}
+					t0 := time.Now()
 					_, err := e.kcpDyn[w].Resource(kcpGVR).Namespace(kcpNamespace).Create(t.Context(), newThing(kcpGVR, kcpNamespace, quietName(i)), metav1.CreateOptions{})
 					if err != nil {
 						logf("[%s] quiet create in workspace %d failed: %v", name, w, err)
 						return
 					}
 					mu.Lock()
-					quiets = append(quiets, quietCall{key: e.consumers[w].ClusterName + "/" + quietName(i), returned: time.Now()})
+					quiets = append(quiets, quietCall{key: e.consumers[w].ClusterName + "/" + quietName(i), started: t0})
 					mu.Unlock()
 				}
 			}()
 		}
 	})
-	defer quietStart.Stop()
 
 	start, done, calls := e.parallel(cfg.NoisyObjects, func(ctx context.Context, i int) error {
 		_, err := e.kcpDyn[0].Resource(kcpGVR).Namespace(kcpNamespace).Create(ctx, newThing(kcpGVR, kcpNamespace, noisyName(i)), metav1.CreateOptions{})
@@ -128,28 +134,47 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	}
 	qwg.Wait()
 	mu.Lock()
-	defer mu.Unlock()
-	returned, synced := make([]time.Time, len(quiets)), make([]time.Time, len(quiets))
+	calledQuiet := slices.Clone(quiets)
+	mu.Unlock()
+	res.QuietObjects = len(calledQuiet)
+	if want := (len(e.consumers) - 1) * cfg.QuietObjects; len(calledQuiet) != want {
+		t.Fatalf("%d quiet objects were created, want %d (see the log above)", len(calledQuiet), want)
+	}
+	synced := make([]time.Time, len(calledQuiet))
 	framework.WaitFor(t, setupTimeout, "every quiet object's local copy", func(context.Context) (bool, error) {
-		for i, q := range quiets {
+		for i, q := range calledQuiet {
 			ts, ok := e.rec.synced(q.key)
 			if !ok {
 				return false, nil
 			}
-			returned[i], synced[i] = q.returned, ts
+			synced[i] = ts
 		}
 		return true, nil
 	})
-	res.QuietObjects = len(quiets)
-	if want := (len(e.consumers) - 1) * cfg.QuietObjects; len(quiets) != want {
-		t.Fatalf("%d quiet objects were created, want %d (see the log above)", len(quiets), want)
-	}
-	for _, q := range quiets {
-		if q.returned.Before(backlogEnd) {
-			res.QuietDuringBacklog++
+	// The figure is about the quiet objects created while the backlog
+	// drained; those created after it are reported apart.
+	var during, after []float64
+	var afterStart, afterEnd time.Time
+	for i, q := range calledQuiet {
+		lat := ms(synced[i].Sub(q.started))
+		if q.started.Before(backlogEnd) {
+			during = append(during, lat)
+			continue
 		}
+		after = append(after, lat)
+		if afterStart.IsZero() || q.started.Before(afterStart) {
+			afterStart = q.started
+		}
+		afterEnd = later(afterEnd, synced[i])
 	}
-	res.Quiet = newPhase(quiets[0].returned, returned, synced)
+	res.QuietDuringBacklog = len(during)
+	if len(during) == 0 {
+		t.Fatalf("no quiet object was created while the backlog drained (it drained in %s): raise -noisy-objects", backlogEnd.Sub(start).Round(time.Second))
+	}
+	res.Quiet = distribution(calledQuiet[0].started, backlogEnd, during)
+	if len(after) > 0 {
+		res.QuietAfterBacklog = distribution(afterStart, afterEnd, after)
+	}
 	res.TotalSeconds = time.Since(started).Seconds()
 	logf("[%s] done in %s: noisy %.1f obj/s, quiet p99 %.0f ms (%d of %d quiet objects created during the backlog)", name,
 		time.Since(started).Round(time.Second), res.Noisy.Throughput, res.Quiet.P99Ms, res.QuietDuringBacklog, res.QuietObjects)
@@ -165,7 +190,7 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 	_, _ = fmt.Fprintf(w, "\nnoisy neighbour: W=%d, workspace 0 creates %d objects with P=%d; after %s the other %d create %d each at 1/s\n\n",
 		cfg.Workspaces, cfg.NoisyObjects, cfg.Parallel, quietDelay, cfg.Workspaces-1, cfg.QuietObjects)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "agent\trep\tquiet p50 / p99 / max ms\tquiet created during the backlog\tnoisy create→local obj/s\tnoisy p50 / p99 s\tbench's noisy creates obj/s")
+	_, _ = fmt.Fprintln(tw, "agent\trep\tquiet create→local during the backlog p50 / p99 / max ms\tquiet created during the backlog\tnoisy create→local obj/s\tnoisy p50 / p99 s\tbench's noisy creates obj/s")
 	for _, r := range runs {
 		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s / %s / %s\t%d of %d\t%s\t%s / %s\t%s\n", r.Agent, r.Rep,
 			num(r.Quiet.P50Ms), num(r.Quiet.P99Ms), num(r.Quiet.MaxMs), r.QuietDuringBacklog, r.QuietObjects,

@@ -699,3 +699,23 @@ func TestRender_objectsFitTheirTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestRender_largeNumbers: values files are decoded into float64; large
+// integers must still render as integers (pflag refuses 1e+06 for an int
+// flag), and a QPS keeps its fraction.
+func TestRender_largeNumbers(t *testing.T) {
+	values := required()
+	values["sync"] = map[string]any{"workers": float64(1000000)}
+	values["rateLimits"] = map[string]any{"kcpQPS": float64(2.5), "kcpBurst": float64(1000000), "serviceQPS": float64(1000000), "serviceBurst": float64(2000000)}
+	objs, err := Render("release", "ns", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := get[appsv1.Deployment](t, objs, "Deployment", "release-api-syncagent")
+	args := strings.Join(agentContainer(t, d).Args, " ")
+	for _, want := range []string{"--sync-workers=1000000", "--kcp-qps=2.5", "--kcp-burst=1000000", "--service-burst=2000000"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+}
