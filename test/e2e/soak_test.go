@@ -1238,8 +1238,9 @@ var soakExpectedErrors = []struct {
 	{causeService, regexp.MustCompile(`connect: connection refused|connection reset by peer|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|would exceed context deadline|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
 	// A leader resumed after it lost the lease: its write fence refuses
 	// the writes of the passes it had in hand (quietly: requeued) until it
-	// exits; client-go's elector finds its request deadline passed.
-	{causePaused, regexp.MustCompile(`refusing to write: the leader Lease is not renewed|error retrieving resource lock|would exceed context deadline|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
+	// exits; client-go's elector finds its request deadline passed, before
+	// the request or while it read the answer.
+	{causePaused, regexp.MustCompile(`refusing to write: the leader Lease is not renewed|error retrieving resource lock|would exceed context deadline|Unexpected error when reading response body\t\{"error": "context deadline exceeded"\}$|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
 }
 
 const (
