@@ -1,0 +1,71 @@
+package kcp
+
+import (
+	"context"
+	"testing"
+
+	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// informerCache plays controller-runtime's cache: GetInformer creates the
+// informer through the wildcard cache's constructor, once per type.
+type informerCache struct {
+	cache.Cache
+	w       *WildcardCache
+	created map[schema.GroupVersionKind]int
+}
+
+func (c *informerCache) GetInformer(_ context.Context, obj ctrlruntimeclient.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	c.created[gvk]++
+	return c.w.newInformer(&toolscache.ListWatch{}, obj, 0, toolscache.Indexers{}), nil
+}
+
+// TestGetSharedInformer: the informer of a type (asked for by object or by
+// list) is created once, carries the workspace indexes the provider's
+// readers use, and is told apart by kind (unstructured, typed).
+func TestGetSharedInformer(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, apimeta.RESTScopeNamespace)
+	w := &WildcardCache{scheme: runtime.NewScheme(), mapper: mapper, informers: map[informerKind]map[schema.GroupVersionKind]toolscache.SharedIndexInformer{
+		structuredInformer: {}, unstructuredInformer: {}, metadataInformer: {},
+	}}
+	fake := &informerCache{w: w, created: map[schema.GroupVersionKind]int{}}
+	w.Cache = fake
+
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	inf, got, scope, err := w.GetSharedInformer(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != gvk || scope != apimeta.RESTScopeNameNamespace {
+		t.Errorf("GVK %v, scope %q", got, scope)
+	}
+	for _, index := range []string{kcpcache.ClusterIndexName, kcpcache.ClusterAndNamespaceIndexName} {
+		if _, ok := inf.GetIndexer().GetIndexers()[index]; !ok {
+			t.Errorf("the informer lacks the index %q", index)
+		}
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind("ThingList"))
+	again, _, _, err := w.GetSharedInformer(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != inf || fake.created[gvk] != 1 {
+		t.Errorf("the list's informer is another one (%d created), want the object's", fake.created[gvk])
+	}
+	if _, _, _, err := w.GetSharedInformer(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "other.example.com/v1", "kind": "Nothing"}}); err == nil {
+		t.Error("a type without a REST mapping got an informer")
+	}
+}
