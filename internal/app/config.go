@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
@@ -43,8 +44,7 @@ func serviceConfig(o *options.Options) (*rest.Config, error) {
 		cfg.CAData = nil
 		cfg.CAFile = o.KubeconfigCAFileOverride
 	}
-	cfg.QPS = o.ServiceQPS
-	cfg.Burst = o.ServiceBurst
+	limit(cfg, o.ServiceQPS, o.ServiceBurst)
 	return cfg, nil
 }
 
@@ -72,7 +72,15 @@ func kcpConfigChecked(o *options.Options, cfg *rest.Config) (*rest.Config, error
 	if _, err := kcp.ClusterFromURL(cfg.Host); err != nil {
 		return nil, fmt.Errorf("--kcp-kubeconfig %q must point to a workspace (a server URL with /clusters/<workspace>): %w", o.KcpKubeconfigFile, err)
 	}
-	cfg.QPS = o.KcpQPS
-	cfg.Burst = o.KcpBurst
+	limit(cfg, o.KcpQPS, o.KcpBurst)
 	return cfg, nil
+}
+
+// limit gives cfg one rate limiter that every client made from it (or from
+// a copy) shares: --kcp-qps and --service-qps bound the agent's requests to
+// a side, not those of each client (the kcp provider makes clients per
+// workspace, which would multiply the limit by the number of workspaces).
+func limit(cfg *rest.Config, qps float32, burst int) {
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 }

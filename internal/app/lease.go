@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
@@ -60,6 +61,10 @@ func replicaIdentity() (string, error) {
 // newLeaderLock creates the lock; cfg must not be fenced (the Lease is
 // what the fence depends on).
 func newLeaderLock(cfg *rest.Config, namespace, name, id string, f *fence.Fence) (*leaderLock, error) {
+	// The Lease has a rate limit of its own: renewals never wait behind
+	// the sync's requests in the limiter the agent's clients share.
+	cfg = rest.CopyConfig(cfg)
+	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create leader election client: %w", err)

@@ -178,9 +178,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
 	fs.IntVar(&o.SyncWorkers, "sync-workers", o.SyncWorkers, "Concurrent reconciles of each PublishedResource's sync controller. With a kcp that has spare capacity, throughput grows with it; each worker can have one request to kcp in flight.")
 	fs.StringVar(&o.EventLevel, "event-level", o.EventLevel, "Which Events the sync records on kcp objects: normal (every Event, as the reference) or warning (only Warning Events; each Event is a write that kcp authorizes and stores). Events on PublishedResources (service cluster) and on the APIExport are not affected.")
-	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp.")
+	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp, shared by all of the agent's kcp clients (every workspace's).")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")
-	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster.")
+	fs.Float32Var(&o.ServiceQPS, "service-qps", o.ServiceQPS, "Client-side request rate limit (queries per second) towards the service cluster, shared by all of the agent's clients there except the leader election's, which has its own.")
 	fs.IntVar(&o.ServiceBurst, "service-burst", o.ServiceBurst, "Client-side request burst towards the service cluster.")
 }
 
