@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
@@ -31,34 +30,15 @@ import (
 // are a third of a cached object), so each synced object costs less memory.
 //
 // It implements the provider's WildcardCache interface (cache.Cache plus
-// GetSharedInformer).
+// GetSharedInformer). Unlike the provider's, GetSharedInformer does not
+// wait for a new informer to sync: a read through a workspace cache of a
+// type whose informer has not synced sees what it has so far. The sync
+// controllers start and wait for their informers (with a deadline) before
+// they read.
 type WildcardCache struct {
 	cache.Cache
 	scheme *runtime.Scheme
 	mapper apimeta.RESTMapper
-
-	mu sync.RWMutex
-	// informers by the kind of object they hold and GVK.
-	informers map[informerKind]map[schema.GroupVersionKind]toolscache.SharedIndexInformer
-}
-
-type informerKind int
-
-const (
-	structuredInformer informerKind = iota
-	unstructuredInformer
-	metadataInformer
-)
-
-func kindOf(obj runtime.Object) informerKind {
-	switch obj.(type) {
-	case runtime.Unstructured:
-		return unstructuredInformer
-	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
-		return metadataInformer
-	default:
-		return structuredInformer
-	}
 }
 
 // NewWildcardCache returns the cache of the endpoint whose base URL (without
@@ -74,17 +54,11 @@ func NewWildcardCache(cfg *rest.Config, scheme *runtime.Scheme) (*WildcardCache,
 	if err != nil {
 		return nil, fmt.Errorf("failed to create the REST mapper of %s: %w", cfg.Host, err)
 	}
-	c := &WildcardCache{
-		scheme: scheme,
-		mapper: mapper,
-		informers: map[informerKind]map[schema.GroupVersionKind]toolscache.SharedIndexInformer{
-			structuredInformer: {}, unstructuredInformer: {}, metadataInformer: {},
-		},
-	}
+	c := &WildcardCache{scheme: scheme, mapper: mapper}
 	c.Cache, err = cache.New(cfg, cache.Options{
 		Scheme: scheme, HTTPClient: httpClient, Mapper: mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
-		NewInformer:      c.newInformer,
+		NewInformer:      newInformer,
 	})
 	if err != nil {
 		return nil, err
@@ -93,75 +67,60 @@ func NewWildcardCache(cfg *rest.Config, scheme *runtime.Scheme) (*WildcardCache,
 }
 
 // newInformer makes a kcp-aware informer (keys carry the workspace) with
-// the workspace indexes the provider's readers use, and records it.
-func (c *WildcardCache) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-	gvk, err := apiutil.GVKForObject(obj, c.scheme)
-	if err != nil {
-		// controller-runtime resolved this GVK with the same scheme just
-		// before it asked for the informer.
-		panic(fmt.Sprintf("no GVK for %T: %v", obj, err))
-	}
+// the workspace indexes the provider's readers use.
+func newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	inf := kcpinformers.NewSharedIndexInformer(lw, obj, resync, indexers)
 	if err := inf.AddIndexers(toolscache.Indexers{
 		kcpcache.ClusterIndexName:             kcpcache.ClusterIndexFunc,
 		kcpcache.ClusterAndNamespaceIndexName: kcpcache.ClusterAndNamespaceIndexFunc,
 	}); err != nil {
-		// Only fails on a started informer or a name taken twice; neither
-		// can happen on a new one.
-		panic(fmt.Sprintf("indexing the informer of %s: %v", gvk, err))
+		// Only fails on a started informer or an index name taken twice;
+		// neither can happen on a new one.
+		panic(fmt.Sprintf("indexing a new informer of %T: %v", obj, err))
 	}
-	c.mu.Lock()
-	c.informers[kindOf(obj)][gvk] = inf
-	c.mu.Unlock()
 	return inf
 }
 
-// GetSharedInformer returns the informer of obj's type (created if there is
-// none), its GVK and its scope.
+// GetSharedInformer returns the informer of obj's type (of the items for a
+// list), created if there is none, its GVK and its scope.
 func (c *WildcardCache) GetSharedInformer(obj runtime.Object) (toolscache.SharedIndexInformer, schema.GroupVersionKind, apimeta.RESTScopeName, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.scheme)
 	if err != nil {
 		return nil, gvk, "", fmt.Errorf("no GVK for %T: %w", obj, err)
 	}
-	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	if apimeta.IsListType(obj) {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, gvk, "", fmt.Errorf("no REST mapping for %s: %w", gvk, err)
 	}
-	kind := kindOf(obj)
-	if inf, ok := c.lookup(kind, gvk); ok {
-		return inf, gvk, mapping.Scope.Name(), nil
-	}
-	// controller-runtime creates the informer through newInformer.
-	o, err := c.newObject(kind, gvk)
+	o, err := c.newObject(obj, gvk)
 	if err != nil {
 		return nil, gvk, "", err
 	}
-	if _, err := c.Cache.GetInformer(context.TODO(), o, cache.BlockUntilSynced(false)); err != nil {
-		return nil, gvk, "", fmt.Errorf("failed to create the informer of %s: %w", gvk, err)
+	// controller-runtime keeps one informer per type and kind of object
+	// (unstructured, metadata, typed); a new one is made by newInformer.
+	inf, err := c.Cache.GetInformer(context.TODO(), o, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, gvk, "", fmt.Errorf("failed to get the informer of %s: %w", gvk, err)
 	}
-	inf, ok := c.lookup(kind, gvk)
+	shared, ok := inf.(toolscache.SharedIndexInformer)
 	if !ok {
-		return nil, gvk, "", fmt.Errorf("the informer of %s was not created", gvk)
+		return nil, gvk, "", fmt.Errorf("the informer of %s is a %T", gvk, inf)
 	}
-	return inf, gvk, mapping.Scope.Name(), nil
+	return shared, gvk, mapping.Scope.Name(), nil
 }
 
-func (c *WildcardCache) lookup(kind informerKind, gvk schema.GroupVersionKind) (toolscache.SharedIndexInformer, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	inf, ok := c.informers[kind][gvk]
-	return inf, ok
-}
-
-// newObject returns an empty object of gvk held by informers of kind.
-func (c *WildcardCache) newObject(kind informerKind, gvk schema.GroupVersionKind) (ctrlruntimeclient.Object, error) {
-	switch kind {
-	case unstructuredInformer:
+// newObject returns an empty object of gvk of the same kind as obj
+// (unstructured, metadata or typed).
+func (c *WildcardCache) newObject(obj runtime.Object, gvk schema.GroupVersionKind) (ctrlruntimeclient.Object, error) {
+	switch obj.(type) {
+	case runtime.Unstructured:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(gvk)
 		return u, nil
-	case metadataInformer:
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(gvk)
 		return m, nil

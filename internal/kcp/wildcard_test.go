@@ -2,6 +2,7 @@ package kcp
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
@@ -16,17 +17,24 @@ import (
 )
 
 // informerCache plays controller-runtime's cache: GetInformer creates the
-// informer through the wildcard cache's constructor, once per type.
+// informer with the wildcard cache's constructor, once per type.
 type informerCache struct {
 	cache.Cache
-	w       *WildcardCache
-	created map[schema.GroupVersionKind]int
+	informers map[schema.GroupVersionKind]toolscache.SharedIndexInformer
+	created   map[schema.GroupVersionKind]int
 }
 
 func (c *informerCache) GetInformer(_ context.Context, obj ctrlruntimeclient.Object, _ ...cache.InformerGetOption) (cache.Informer, error) {
 	gvk := obj.GetObjectKind().GroupVersionKind()
+	if _, ok := obj.(*unstructured.Unstructured); !ok {
+		return nil, fmt.Errorf("asked for a %T informer, want an unstructured one", obj)
+	}
+	if inf, ok := c.informers[gvk]; ok {
+		return inf, nil
+	}
 	c.created[gvk]++
-	return c.w.newInformer(&toolscache.ListWatch{}, obj, 0, toolscache.Indexers{}), nil
+	c.informers[gvk] = newInformer(&toolscache.ListWatch{}, obj, 0, toolscache.Indexers{})
+	return c.informers[gvk], nil
 }
 
 // TestGetSharedInformer: the informer of a type (asked for by object or by
@@ -36,11 +44,8 @@ func TestGetSharedInformer(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
 	mapper := apimeta.NewDefaultRESTMapper(nil)
 	mapper.Add(gvk, apimeta.RESTScopeNamespace)
-	w := &WildcardCache{scheme: runtime.NewScheme(), mapper: mapper, informers: map[informerKind]map[schema.GroupVersionKind]toolscache.SharedIndexInformer{
-		structuredInformer: {}, unstructuredInformer: {}, metadataInformer: {},
-	}}
-	fake := &informerCache{w: w, created: map[schema.GroupVersionKind]int{}}
-	w.Cache = fake
+	fake := &informerCache{informers: map[schema.GroupVersionKind]toolscache.SharedIndexInformer{}, created: map[schema.GroupVersionKind]int{}}
+	w := &WildcardCache{Cache: fake, scheme: runtime.NewScheme(), mapper: mapper}
 
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
@@ -67,5 +72,13 @@ func TestGetSharedInformer(t *testing.T) {
 	}
 	if _, _, _, err := w.GetSharedInformer(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "other.example.com/v1", "kind": "Nothing"}}); err == nil {
 		t.Error("a type without a REST mapping got an informer")
+	}
+	// A kind that ends in "List" is no list.
+	allow := schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "AllowList"}
+	mapper.Add(allow, apimeta.RESTScopeNamespace)
+	obj = &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(allow)
+	if _, got, _, err := w.GetSharedInformer(obj); err != nil || got != allow {
+		t.Errorf("AllowList: GVK %v, %v", got, err)
 	}
 }

@@ -429,7 +429,9 @@ func (h *hub) replay(e *engagedWorkspace) {
 	ctx, queue := h.ctx, h.queue
 	h.mu.RUnlock()
 	if err := e.Cluster.GetCache().List(ctx, list); err != nil {
-		// Without an informer yet, the handlers to come list everything.
+		// The endpoint's handlers are told of every object of their
+		// informer when it syncs; an informer still syncing lists what
+		// it has so far, and the rest comes through the handlers.
 		h.log.V(1).Info("Cannot list the objects of a newly engaged workspace", "cluster", e.Name, "error", err.Error())
 		return
 	}

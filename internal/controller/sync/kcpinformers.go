@@ -10,10 +10,12 @@ import (
 // kcpInformers records the kcp types whose informers a controller started
 // or read through, per endpoint connection (its wildcard cache, which every
 // workspace of the endpoint shares), named by Workspace.EndpointID (a name
-// holds no cache alive). The pinned kcp provider cannot drop an informer
-// (creating it again panics), so the fleet remakes an endpoint's connection
-// once it holds informers that no running controller uses; this record
-// tells it which those are.
+// holds no cache alive). Informers are not removed one by one (the
+// provider's own cache panicked when one was created again; every
+// workspace cache of the endpoint reads through them, and nothing counts
+// those readers), so the fleet remakes an endpoint's connection once it
+// holds informers that no running controller uses; this record tells it
+// which those are.
 type kcpInformers struct {
 	mu    gosync.Mutex
 	types map[string]sets.Set[schema.GroupVersionKind]

@@ -94,10 +94,9 @@ func (c cachedReads) List(ctx context.Context, list ctrlruntimeclient.ObjectList
 // ensureInformer starts the informer of the type explicitly and waits,
 // bounded by ctx, until it has synced. Reading through the provider's cache
 // without it would start the informer itself and wait for it without a
-// deadline (forever if the virtual workspace does not serve the type: a
-// claim that is missing). Unstructured types get an unstructured informer:
-// the wildcard cache would otherwise start a typed one for types its scheme
-// knows (ConfigMaps, Secrets) and then not find it.
+// deadline, or see an informer that has not synced yet as empty (the
+// virtual workspace may not serve the type at all: a claim that is
+// missing). Unstructured types get an unstructured informer.
 func (c cachedReads) ensureInformer(ctx context.Context, obj runtime.Object) error {
 	gvk, err := objectGVK(obj, c.Scheme())
 	if err != nil {

@@ -217,16 +217,21 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		foreign = last == nil
 	}
 	if foreign && e.Origin == related.SideService {
-		ours, err := s.createdByUsLive(ctx, ws, dest)
-		if err != nil {
+		cur, retry, err := s.earlierCopy(ctx, ws, dest)
+		switch {
+		case err != nil:
 			return res, err
-		}
-		if ours {
+		case retry:
+			// Gone or replaced since the cache saw it: look again.
+			res.Requeue = true
+			return res, nil
+		case cur != nil:
 			// A kcp copy this agent created for an earlier incarnation of
 			// the primary (deleted and created again; the copy stays, its
 			// record went with the primary): taken over from its current
 			// content.
-			foreign, last = false, objmeta.Desired(dest, e.SyncStatus).Object
+			dest = cur
+			foreign, last = false, objmeta.Desired(cur, e.SyncStatus).Object
 		}
 	}
 	if foreign && e.Origin == related.SideKcp {
@@ -318,7 +323,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		dest.SetKind(rec.Destination.Kind)
 		dest.SetNamespace(destKey.Namespace)
 		dest.SetName(destKey.Name)
-		owner := keys.FieldManager
+		owner := keys.ServiceCopyFieldManager
 		if e.Origin == related.SideKcp {
 			owner = s.copyManager(rec)
 		}
@@ -516,7 +521,7 @@ func (s *Syncer) unrecordedCopy(ctx context.Context, ws Workspace, e *related.En
 		// Copies written before they had a manager of their own: the
 		// agent's, identical to origin's copy, and recorded by no other
 		// primary that still exists.
-		if !createdByUs(dest) {
+		if !createdBy(dest, keys.FieldManager) {
 			return nil, nil
 		}
 		desired, err := desiredCopy(e, origin, dest.Object)
@@ -989,34 +994,40 @@ func goneFromServer(ctx context.Context, ws Workspace, obj *unstructured.Unstruc
 	return cur.GetDeletionTimestamp() != nil || cur.GetUID() != obj.GetUID(), nil
 }
 
-// createdByUsLive tells whether this agent created a kcp object. The
-// workspace caches keep no managedFields, so an object without them is
-// read again from the server (the same object: the same UID).
-func (s *Syncer) createdByUsLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (bool, error) {
-	if createdByUs(obj) {
-		return true, nil
+// earlierCopy returns the kcp object dest as the server has it if this
+// agent created it as a service-origin copy (ServiceCopyFieldManager), nil
+// otherwise. The workspace caches keep no managedFields, so dest is read
+// again from the server (ws.Live; without one, a cached object that lacks
+// them is not taken over). retry: dest is gone or another object since the
+// cache saw it.
+func (s *Syncer) earlierCopy(ctx context.Context, ws Workspace, dest *unstructured.Unstructured) (cur *unstructured.Unstructured, retry bool, err error) {
+	if createdBy(dest, keys.ServiceCopyFieldManager) {
+		return dest, false, nil
 	}
-	live := ws.Live
-	if live == nil {
-		live = ws.Client
+	if ws.Live == nil {
+		return nil, false, nil
 	}
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(obj.GroupVersionKind())
-	err := live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
+	cur = &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(dest.GroupVersionKind())
+	err = ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dest), cur)
 	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
+	case objectNotFound(err, dest.GetName()):
+		return nil, true, nil
 	case err != nil:
-		return false, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return nil, false, fmt.Errorf("failed to read related %s %s: %w", dest.GetKind(), dest.GetName(), err)
+	case cur.GetUID() != dest.GetUID():
+		return nil, true, nil
+	case createdBy(cur, keys.ServiceCopyFieldManager):
+		return cur, false, nil
 	}
-	return cur.GetUID() == obj.GetUID() && createdByUs(cur), nil
+	return nil, false, nil
 }
 
-// createdByUs tells whether the agent created obj (its field manager
-// created it; a consumer's object of the same name has other managers).
-func createdByUs(obj *unstructured.Unstructured) bool {
+// createdBy tells whether manager wrote obj (a consumer's object of the
+// same name has other managers).
+func createdBy(obj *unstructured.Unstructured, manager string) bool {
 	for _, m := range obj.GetManagedFields() {
-		if m.Manager == keys.FieldManager {
+		if m.Manager == manager {
 			return true
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	smdtyped "sigs.k8s.io/structured-merge-diff/v4/typed"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -1923,5 +1924,67 @@ func TestSyncer_related_earlierCopyTakenOverFromACacheWithoutManagedFields(t *te
 	}
 	if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
 		t.Errorf("the copy (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_related_objectTheAgentOnlyPatchedIsNotACopy: a consumer's kcp
+// object in the copy's place that the agent has written to without a field
+// manager of its own (the API server names such writes after the agent's
+// User-Agent, "api-syncagent") is not taken for a copy the agent created:
+// it is refused, not overwritten.
+func TestSyncer_related_objectTheAgentOnlyPatchedIsNotACopy(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "service"}, nil)},
+	})
+	if err := e.kcp.Create(ctx, credential(kcpCredGVK, "default", "a-creds", map[string]any{"user": "consumer"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	mine := mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+	mine.SetManagedFields(append(mine.GetManagedFields(), metav1.ManagedFieldsEntry{Manager: keys.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate}))
+	if err := e.kcp.Update(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if !createdBy(mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds"), keys.FieldManager) {
+		t.Fatal("the test server did not keep the agent's patch in managedFields")
+	}
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Errorf("err = %v, want ErrConflict", err)
+	}
+	if diff := cmp.Diff(map[string]any{"user": "consumer"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+		t.Errorf("the consumer's object was changed (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_related_earlierCopyGoneIsNoConflict: a copy of an earlier
+// primary that the cache still holds but the server no longer has is no
+// conflict: the pass looks again (and then creates the copy).
+func TestSyncer_related_earlierCopyGoneIsNoConflict(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+	})
+	// The cache holds a copy without managedFields that the server no
+	// longer has.
+	stale := credential(kcpCredGVK, "default", "a-creds", map[string]any{"user": "old"}, nil)
+	cached := fake.NewClientBuilder().WithObjects(stale).Build()
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	ws := Workspace{Client: interceptor.NewClient(e.kcp.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+			if key.Name == "a-creds" {
+				return cached.Get(ctx, key, obj, opts...)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}), Live: e.kcp, Cluster: cluster}
+	res, err := e.syncer.Process(ctx, ws, e.getRemote(t, "default", "foo"))
+	if err != nil {
+		t.Fatalf("err = %v, want a look again", err)
+	}
+	if !res.Requeue {
+		t.Error("the pass did not ask to look again")
 	}
 }
