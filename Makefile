@@ -111,9 +111,10 @@ soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (4 8), SO
 		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION) SOAK_TIMEOUT=20m; \
 	done
 
-# The benchmark (docs/performance.md). W, N, P, COUNT, RELATED, UNRELATED, BASELINE_AGENT,
-# CPU_PROFILE, MEMORY_SCAN and SCAN come from the environment or the make command
-# line; BENCH_ARGS passes extra flags (`$(BIN_DIR)/bench -h` lists them).
+# The benchmark (docs/performance.md). SCENARIO (default, noisy, wide), W, N, P, COUNT,
+# RELATED, UNRELATED, BASELINE_AGENT, CPU_PROFILE, MEMORY_SCAN, SCAN, NOISY_OBJECTS,
+# QUIET_OBJECTS, WIDE_OBJECTS, EVENT_LEVEL and SYNC_WORKERS come from the environment or the
+# make command line; BENCH_ARGS passes extra flags (`$(BIN_DIR)/bench -h` lists them).
 .PHONY: bench
 bench: testbed build ## Benchmark the agent on the test bed (W=10 N=2000 P=8; BASELINE_AGENT=/abs/path compares).
 	CGO_ENABLED=0 go build -o $(BIN_DIR)/bench ./test/bench
