@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -232,25 +233,11 @@ func run(root *benchT, cfg *config) int {
 	switch cfg.Scenario {
 	case scenarioNoisy:
 		runs := repeat(cfg, func(rep int, a agentUnderTest) *noisyResult { return runNoisy(root, k, cfg, rep, a) })
-		var table bytes.Buffer
-		printNoisy(&table, cfg, runs)
-		report(root, cfg, table.Bytes())
-		writeJSON(root, cfg.out, struct {
-			Config config         `json:"config"`
-			Runs   []*noisyResult `json:"runs"`
-		}{*cfg, runs})
-		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		finish(root, cfg, started, runs, func(w io.Writer) { printNoisy(w, cfg, runs) })
 		return 0
 	case scenarioWide:
 		runs := repeat(cfg, func(rep int, a agentUnderTest) *wideResult { return runWide(root, k, cfg, rep, a) })
-		var table bytes.Buffer
-		printWide(&table, runs)
-		report(root, cfg, table.Bytes())
-		writeJSON(root, cfg.out, struct {
-			Config config        `json:"config"`
-			Runs   []*wideResult `json:"runs"`
-		}{*cfg, runs})
-		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		finish(root, cfg, started, runs, func(w io.Writer) { printWide(w, runs) })
 		return 0
 	}
 
@@ -267,6 +254,18 @@ func run(root *benchT, cfg *config) int {
 	}{*cfg, sum, runs})
 	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
 	return 0
+}
+
+// finish prints a scenario's table and writes its runs as JSON.
+func finish[R any](root *benchT, cfg *config, started time.Time, runs []R, print func(io.Writer)) {
+	var table bytes.Buffer
+	print(&table)
+	report(root, cfg, table.Bytes())
+	writeJSON(root, cfg.out, struct {
+		Config config `json:"config"`
+		Runs   []R    `json:"runs"`
+	}{*cfg, runs})
+	logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
 }
 
 // repeat runs a scenario -count times with our agent and, alternating,

@@ -1259,32 +1259,59 @@ func TestSyncer_related_copyWrittenWithoutItsRecord(t *testing.T) {
 // the first one (service-origin copies stay): it is taken over and
 // updated, not refused.
 func TestSyncer_related_copyOfAnEarlierPrimaryIsTakenOver(t *testing.T) {
-	ctx := t.Context()
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
-	})
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	e.mustConverge(t)
-	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
-		t.Fatal(err)
+	// The agent's kcp caches keep no managedFields: the copy is read again
+	// from the server.
+	strip := func(kcp ctrlruntimeclient.Client) ctrlruntimeclient.Client {
+		return interceptor.NewClient(kcp.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+			Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
+				err := c.Get(ctx, key, obj, opts...)
+				obj.SetManagedFields(nil)
+				return err
+			},
+		})
 	}
-	e.mustConverge(t)
-	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
-	if names := e.relatedStateNames(t); len(names) != 0 {
-		t.Fatalf("related state after the primary's deletion: %v", names)
+	for name, cache := range map[string]func(ctrlruntimeclient.Client) ctrlruntimeclient.Client{
+		"a cache with managedFields": func(kcp ctrlruntimeclient.Client) ctrlruntimeclient.Client { return kcp },
+		"a cache without":            strip,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			e := newRelatedEnv(t, relatedEnvOptions{
+				rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+				serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+			})
+			e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+			e.mustConverge(t)
+			if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+			e.mustConverge(t)
+			mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
+			if names := e.relatedStateNames(t); len(names) != 0 {
+				t.Fatalf("related state after the primary's deletion: %v", names)
+			}
+			src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+			src.Object["spec"] = map[string]any{"user": "second"}
+			if err := e.service.Update(ctx, src); err != nil {
+				t.Fatal(err)
+			}
+			e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+			ws := Workspace{Client: cache(e.kcp), Live: e.kcp, Cluster: cluster}
+			for range 10 {
+				res, err := e.syncer.Process(ctx, ws, e.getRemote(t, "default", "foo"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Requeue {
+					break
+				}
+			}
+			if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
+				t.Errorf("the copy (-want +got):\n%s", diff)
+			}
+			e.assertSteady(t)
+		})
 	}
-	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
-	src.Object["spec"] = map[string]any{"user": "second"}
-	if err := e.service.Update(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	e.mustConverge(t)
-	if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
-		t.Errorf("the copy (-want +got):\n%s", diff)
-	}
-	e.assertSteady(t)
 }
 
 // TestSyncer_related_unreadableCopyKeepsItsRecord: when the kcp copy of a
@@ -1875,55 +1902,6 @@ func TestSyncer_related_kcpOriginCopyWithoutRecordFollowsItsSource(t *testing.T)
 				t.Error("the copy outlived its primary")
 			}
 		})
-	}
-}
-
-// TestSyncer_related_earlierCopyTakenOverFromACacheWithoutManagedFields:
-// the kcp workspace caches keep no managedFields; the copy of an earlier
-// primary is still recognised as this agent's (read again from the
-// server) and taken over.
-func TestSyncer_related_earlierCopyTakenOverFromACacheWithoutManagedFields(t *testing.T) {
-	ctx := t.Context()
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
-	})
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	e.mustConverge(t)
-	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
-		t.Fatal(err)
-	}
-	e.mustConverge(t)
-	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
-	src.Object["spec"] = map[string]any{"user": "second"}
-	if err := e.service.Update(ctx, src); err != nil {
-		t.Fatal(err)
-	}
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-
-	strip := func(obj ctrlruntimeclient.Object) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			u.SetManagedFields(nil)
-		}
-	}
-	cached := interceptor.NewClient(e.kcp.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
-		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
-			err := c.Get(ctx, key, obj, opts...)
-			strip(obj)
-			return err
-		},
-	})
-	for range 10 {
-		res, err := e.syncer.Process(ctx, Workspace{Client: cached, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Requeue {
-			break
-		}
-	}
-	if diff := cmp.Diff(map[string]any{"user": "second"}, mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds").Object["spec"]); diff != "" {
-		t.Errorf("the copy (-want +got):\n%s", diff)
 	}
 }
 
