@@ -219,14 +219,7 @@ func run(root *benchT, cfg *config) int {
 
 	if cfg.MemoryScan {
 		scan := memoryScan(root, k, cfg)
-		var table bytes.Buffer
-		printScan(&table, cfg, scan)
-		report(root, cfg, table.Bytes())
-		writeJSON(root, cfg.out, struct {
-			Config config      `json:"config"`
-			Scan   []scanPoint `json:"memoryScan"`
-		}{*cfg, scan})
-		logf("result written to %s (%s in total)", cfg.out, time.Since(started).Round(time.Second))
+		finish(root, cfg, started, scan, func(w io.Writer) { printScan(w, cfg, scan) })
 		return 0
 	}
 
@@ -256,7 +249,8 @@ func run(root *benchT, cfg *config) int {
 	return 0
 }
 
-// finish prints a scenario's table and writes its runs as JSON.
+// finish prints a scenario's table and writes its runs (the memory scan's
+// points) as JSON.
 func finish[R any](root *benchT, cfg *config, started time.Time, runs []R, print func(io.Writer)) {
 	var table bytes.Buffer
 	print(&table)
