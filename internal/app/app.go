@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,6 +50,10 @@ const (
 	kcpPingTTL = 10 * time.Second
 	// cacheSyncProbeTimeout bounds the cache-sync part of one /readyz call.
 	cacheSyncProbeTimeout = time.Second
+	// pingQPS and pingBurst are the readiness ping's own rate limit (one
+	// request per kcpPingTTL is what it needs).
+	pingQPS   = 1
+	pingBurst = 2
 )
 
 // Deps is what every controller's setup function receives.
@@ -229,7 +234,16 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		return fmt.Errorf("failed to create manager: %w", err)
 	}
 
-	hs.AddReadyCheck("kcp", health.Cached(kcpPingTTL, func(ctx context.Context) error { return kcp.Ping(ctx, kcpClient) }))
+	// The readiness ping has a budget of its own: it must not wait behind
+	// the sync's requests (and fail its deadline) when those use up the
+	// shared one.
+	pingCfg := rest.CopyConfig(target.Config)
+	pingCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(pingQPS, pingBurst)
+	pingClient, err := ctrlruntimeclient.New(pingCfg, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
+	if err != nil {
+		return fmt.Errorf("failed to create kcp client: %w", err)
+	}
+	hs.AddReadyCheck("kcp", health.Cached(kcpPingTTL, func(ctx context.Context) error { return kcp.Ping(ctx, pingClient) }))
 	hs.AddReadyCheck("service-cache", func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, cacheSyncProbeTimeout)
 		defer cancel()
@@ -273,6 +287,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 			check: func(ctx context.Context, cfg *rest.Config) (string, string, error) {
 				cfg = rest.CopyConfig(cfg)
 				cfg.UserAgent = kcpCfg.UserAgent
+				cfg.RateLimiter = kcpCfg.RateLimiter // the agent's kcp budget
 				return checkKcpToken(ctx, cfg, ref)
 			},
 			current: rest.CopyConfig(kcpCfg),

@@ -88,7 +88,7 @@ func (c *WildcardCache) GetSharedInformer(obj runtime.Object) (toolscache.Shared
 	if err != nil {
 		return nil, gvk, "", fmt.Errorf("no GVK for %T: %w", obj, err)
 	}
-	if apimeta.IsListType(obj) {
+	if IsList(obj) {
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -110,6 +110,19 @@ func (c *WildcardCache) GetSharedInformer(obj runtime.Object) (toolscache.Shared
 		return nil, gvk, "", fmt.Errorf("the informer of %s is a %T", gvk, inf)
 	}
 	return shared, gvk, mapping.Scope.Name(), nil
+}
+
+// IsList tells lists from objects by their Go type: an unstructured object
+// whose content has a top-level "items" field is no list, and a kind that
+// ends in "List" (AllowList) is not one either.
+func IsList(obj runtime.Object) bool {
+	switch obj.(type) {
+	case *unstructured.UnstructuredList, *metav1.PartialObjectMetadataList:
+		return true
+	case *unstructured.Unstructured, *metav1.PartialObjectMetadata:
+		return false
+	}
+	return apimeta.IsListType(obj)
 }
 
 // newObject returns an empty object of gvk of the same kind as obj

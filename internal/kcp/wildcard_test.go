@@ -7,7 +7,9 @@ import (
 
 	kcpcache "github.com/kcp-dev/apimachinery/v2/pkg/cache"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,5 +82,24 @@ func TestGetSharedInformer(t *testing.T) {
 	obj.SetGroupVersionKind(allow)
 	if _, got, _, err := w.GetSharedInformer(obj); err != nil || got != allow {
 		t.Errorf("AllowList: GVK %v, %v", got, err)
+	}
+}
+
+func TestIsList(t *testing.T) {
+	withItems := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kcp.example.com/v1", "kind": "AllowList", "items": []any{map[string]any{"a": "b"}}}}
+	for _, tc := range []struct {
+		name string
+		obj  runtime.Object
+		want bool
+	}{
+		{"an unstructured object with items in its content", withItems, false},
+		{"an unstructured list", &unstructured.UnstructuredList{}, true},
+		{"a metadata list", &metav1.PartialObjectMetadataList{}, true},
+		{"a typed list", &corev1.SecretList{}, true},
+		{"a typed object", &corev1.Secret{}, false},
+	} {
+		if got := IsList(tc.obj); got != tc.want {
+			t.Errorf("%s: IsList = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +45,14 @@ const (
 	DropWorkspaceGone = "workspace_gone"
 	DropRejected      = "rejected"
 	DropUnreachable   = "unreachable"
+	// DropThrottled: the agent's kcp request budget (--kcp-qps) would not
+	// let the write start within its deadline.
+	DropThrottled = "throttled"
 )
+
+// throttledMessage is how client-go's REST client reports a request its
+// rate limiter would not start before the context's deadline.
+const throttledMessage = "client rate limiter Wait returned an error"
 
 // Clients returns the client that writes in a workspace, nil if the
 // workspace is not engaged any more.
@@ -162,7 +170,10 @@ func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c 
 			return nil, err // the Event to patch is gone (or was dropped): the broadcaster creates it
 		}
 		reason := DropUnreachable
-		if _, ok := err.(apierrors.APIStatus); ok {
+		switch {
+		case strings.Contains(err.Error(), throttledMessage):
+			reason = DropThrottled
+		case isAPIStatus(err):
 			reason = DropRejected
 		}
 		s.drop(e, reason, err)
@@ -170,6 +181,11 @@ func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c 
 	}
 	out.Source.Host = workspace
 	return out, nil
+}
+
+func isAPIStatus(err error) bool {
+	_, ok := err.(apierrors.APIStatus)
+	return ok
 }
 
 func (s sink) drop(e *corev1.Event, reason string, err error) {

@@ -159,14 +159,15 @@ func TestSimilarEventsAreCombinedNotLost(t *testing.T) {
 }
 
 // TestFailingWorkspaceDelaysNoOther: Events a workspace's server refuses,
-// or cannot take (unreachable), or of a workspace that is gone are dropped
+// or cannot take (unreachable), that the agent's budget would not start in
+// time, or of a workspace that is gone are dropped
 // and counted at once, without retries: another workspace's Events on the
 // same broadcaster are written right after.
 func TestFailingWorkspaceDelaysNoOther(t *testing.T) {
 	h := newHarness(t)
 	// Workspaces that share one broadcaster.
 	names := []string{"good"}
-	for i := 0; len(names) < 4; i++ {
+	for i := 0; len(names) < 5; i++ {
 		if n := fmt.Sprintf("ws-%d", i); bucket(n) == bucket("good") {
 			names = append(names, n)
 		}
@@ -174,6 +175,9 @@ func TestFailingWorkspaceDelaysNoOther(t *testing.T) {
 	good := h.workspace(names[0], nil)
 	h.workspace(names[1], errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
 	h.workspace(names[2], apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "x", errors.New("no claim")))
+	// The agent's shared kcp budget would not start the write in time
+	// (client-go's words, wrapped by controller-runtime).
+	h.workspace(names[4], fmt.Errorf("create events: %w", errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")))
 	// names[3] has no client: not engaged.
 	for _, ws := range names[1:] {
 		for i := range 3 {
@@ -185,7 +189,7 @@ func TestFailingWorkspaceDelaysNoOther(t *testing.T) {
 	h.rec.For("ep", names[0], "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
 	waitFor(t, "the good workspace's Event", 5*time.Second, func() bool { return len(events(t, good)) == 1 })
 	waitFor(t, "the drops counted", 5*time.Second, func() bool {
-		return h.dropped(DropUnreachable) == 3 && h.dropped(DropRejected) == 3 && h.dropped(DropWorkspaceGone) == 3
+		return h.dropped(DropUnreachable) == 3 && h.dropped(DropRejected) == 3 && h.dropped(DropWorkspaceGone) == 3 && h.dropped(DropThrottled) == 3
 	})
 }
 

@@ -35,18 +35,14 @@ const (
 	// RelatedIdentifier labels the state Secrets of related objects (ours)
 	// with the related entry's identifier.
 	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
-	// FieldManager is the prefix of the field managers of the kcp-origin
-	// copies the agent creates on the service cluster (one per record), and
-	// the manager of such copies created before they had their own. It is
-	// also what the API servers derive from the agent's User-Agent for its
-	// writes without a field manager: no mark on its own.
+	// FieldManager is the prefix of the field managers of the related
+	// copies the agent writes (one per record, on either side: the mark,
+	// kept by the API server in managedFields, that a copy whose record is
+	// missing is that record's), and the manager of kcp-origin copies
+	// created before they had their own. It is also what the API servers
+	// derive from the agent's User-Agent for its writes without a field
+	// manager: no mark on its own.
 	FieldManager = "api-syncagent"
-	// ServiceCopyFieldManager is the field manager of the copies the agent
-	// creates in kcp for service-origin related objects: the mark (kept by
-	// kcp in managedFields, not in the object) that the agent created a
-	// copy whose record is gone (an earlier incarnation of its primary).
-	// No other write of the agent uses it.
-	ServiceCopyFieldManager = "api-syncagent-service-copy"
 	// CleanupFinalizer guards the deletion of synced kcp objects.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
 	// SyncedResources (ours), on a PublishedResource, lists the kcp

@@ -62,7 +62,7 @@ var EndpointReconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
 // KcpEventsDropped counts Events on kcp objects that were not written.
 var KcpEventsDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "sync_agent_kcp_events_dropped_total",
-	Help: "Events on kcp objects that were dropped, by reason: workspace_gone (no longer engaged), rejected (kcp refused it, e.g. the events permission claim is not accepted), unreachable (the write failed or timed out).",
+	Help: "Events on kcp objects that were dropped, by reason: workspace_gone (no longer engaged), rejected (kcp refused it, e.g. the events permission claim is not accepted), unreachable (the write failed or timed out), throttled (the agent's kcp request budget, --kcp-qps, would not let it start in time).",
 }, []string{"reason"})
 
 func init() { //nolint:gochecknoinits // see above.

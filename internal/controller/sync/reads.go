@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 )
 
 // routedReads is a client that reads the types in cached from cache and
@@ -63,7 +64,7 @@ func objectGVK(obj runtime.Object, scheme *runtime.Scheme) (schema.GroupVersionK
 	if err != nil {
 		return gvk, err
 	}
-	if apimeta.IsListType(obj) {
+	if kcp.IsList(obj) {
 		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	}
 	return gvk, nil

@@ -217,7 +217,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		foreign = last == nil
 	}
 	if foreign && e.Origin == related.SideService {
-		cur, retry, err := s.earlierCopy(ctx, ws, dest)
+		cur, retry, err := s.earlierCopy(ctx, ws, rec, dest)
 		switch {
 		case err != nil:
 			return res, err
@@ -323,11 +323,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		dest.SetKind(rec.Destination.Kind)
 		dest.SetNamespace(destKey.Namespace)
 		dest.SetName(destKey.Name)
-		owner := keys.ServiceCopyFieldManager
-		if e.Origin == related.SideKcp {
-			owner = s.copyManager(rec)
-		}
-		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(owner)); err != nil {
+		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(s.copyManager(rec))); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				// Our cache has not seen it yet: look again shortly.
 				res.Requeue = true
@@ -343,7 +339,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			return res, err
 		}
 		if patch != nil {
-			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch), ctrlruntimeclient.FieldOwner(s.copyManager(rec))); err != nil {
 				if objectNotFound(err, destKey.Name) {
 					// Deleted since it was read: the next pass creates it again.
 					res.Requeue = true
@@ -995,13 +991,15 @@ func goneFromServer(ctx context.Context, ws Workspace, obj *unstructured.Unstruc
 }
 
 // earlierCopy returns the kcp object dest as the server has it if this
-// agent created it as a service-origin copy (ServiceCopyFieldManager), nil
-// otherwise. The workspace caches keep no managedFields, so dest is read
-// again from the server (ws.Live; without one, a cached object that lacks
-// them is not taken over). retry: dest is gone or another object since the
-// cache saw it.
-func (s *Syncer) earlierCopy(ctx context.Context, ws Workspace, dest *unstructured.Unstructured) (cur *unstructured.Unstructured, retry bool, err error) {
-	if createdBy(dest, keys.ServiceCopyFieldManager) {
+// agent created it as rec's copy (rec's own field manager, copyManager: the
+// same record for a primary deleted and created again under its name; no
+// other primary, origin or agent), nil otherwise. The workspace caches keep
+// no managedFields, so dest is read again from the server (ws.Live;
+// without one, a cached object that lacks them is not taken over). retry:
+// dest is gone or another object since the cache saw it.
+func (s *Syncer) earlierCopy(ctx context.Context, ws Workspace, rec state.Related, dest *unstructured.Unstructured) (cur *unstructured.Unstructured, retry bool, err error) {
+	manager := s.copyManager(rec)
+	if createdBy(dest, manager) {
 		return dest, false, nil
 	}
 	if ws.Live == nil {
@@ -1017,7 +1015,7 @@ func (s *Syncer) earlierCopy(ctx context.Context, ws Workspace, dest *unstructur
 		return nil, false, fmt.Errorf("failed to read related %s %s: %w", dest.GetKind(), dest.GetName(), err)
 	case cur.GetUID() != dest.GetUID():
 		return nil, true, nil
-	case createdBy(cur, keys.ServiceCopyFieldManager):
+	case createdBy(cur, manager):
 		return cur, false, nil
 	}
 	return nil, false, nil
