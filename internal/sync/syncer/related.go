@@ -339,7 +339,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			return res, err
 		}
 		if patch != nil {
-			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch), ctrlruntimeclient.FieldOwner(s.copyManager(rec))); err != nil {
+			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
 				if objectNotFound(err, destKey.Name) {
 					// Deleted since it was read: the next pass creates it again.
 					res.Requeue = true
