@@ -36,7 +36,7 @@ const (
 	// with the related entry's identifier.
 	RelatedIdentifier = "syncagent.kcp.io/related-identifier"
 	// FieldManager is the prefix of the field managers of the related
-	// copies the agent writes (one per record, on either side: the mark,
+	// copies the agent creates (one per record, on either side: the mark,
 	// kept by the API server in managedFields, that a copy whose record is
 	// missing is that record's), and the manager of kcp-origin copies
 	// created before they had their own. It is also what the API servers
