@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -238,7 +237,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// the sync's requests (and fail its deadline) when those use up the
 	// shared one.
 	pingCfg := rest.CopyConfig(target.Config)
-	pingCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(pingQPS, pingBurst)
+	limit(pingCfg, pingQPS, pingBurst)
 	pingClient, err := ctrlruntimeclient.New(pingCfg, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
 	if err != nil {
 		return fmt.Errorf("failed to create kcp client: %w", err)

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
@@ -64,7 +63,7 @@ func newLeaderLock(cfg *rest.Config, namespace, name, id string, f *fence.Fence)
 	// The Lease has a rate limit of its own: renewals never wait behind
 	// the sync's requests in the limiter the agent's clients share.
 	cfg = rest.CopyConfig(cfg)
-	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	limit(cfg, cfg.QPS, cfg.Burst)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to create leader election client: %w", err)

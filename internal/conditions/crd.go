@@ -67,7 +67,7 @@ func (f *StatusFields) kept(ctx context.Context, r ctrlruntimeclient.Reader, log
 	// last read worked or not.
 	fresh := (f.known && f.keepsConditions && f.keepsObservedGeneration) ||
 		(!f.checked.IsZero() && f.clock().Sub(f.checked) < prunedRecheck)
-	conditions, observedGeneration = f.keepsConditions || !f.known, f.keepsObservedGeneration || !f.known
+	conditions, observedGeneration = f.keeps()
 	f.mu.Unlock()
 	if fresh {
 		return conditions, observedGeneration
@@ -100,6 +100,12 @@ func (f *StatusFields) kept(ctx context.Context, r ctrlruntimeclient.Reader, log
 	return conditions, observedGeneration
 }
 
+// keeps is what the CRD is taken to keep: unknown counts as kept. f.mu
+// must be held.
+func (f *StatusFields) keeps() (conditions, observedGeneration bool) {
+	return f.keepsConditions || !f.known, f.keepsObservedGeneration || !f.known
+}
+
 // learn records what the CRD keeps and logs the upgrade hint once.
 func (f *StatusFields) learn(conditions, observedGeneration bool, log logr.Logger) {
 	f.mu.Lock()
@@ -116,7 +122,7 @@ func (f *StatusFields) learn(conditions, observedGeneration bool, log logr.Logge
 // or changed since).
 func (f *StatusFields) pruned(conditionsPruned, observedGenerationPruned bool, log logr.Logger) {
 	f.mu.Lock()
-	keepsC, keepsOG := f.keepsConditions || !f.known, f.keepsObservedGeneration || !f.known
+	keepsC, keepsOG := f.keeps()
 	f.mu.Unlock()
 	f.learn(keepsC && !conditionsPruned, keepsOG && !observedGenerationPruned, log)
 }
