@@ -28,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
+	"github.com/kcp-syncagent/api-syncagent/internal/compact"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiexport"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
@@ -221,7 +223,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		RenewDeadline:                       ptr.To(renewDeadline),
 		RetryPeriod:                         ptr.To(retryPeriod),
 		Metrics:                             metricsserver.Options{BindAddress: metricsAddr},
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
+		Cache: cache.Options{DefaultTransform: compact.Transform, ByObject: map[ctrlruntimeclient.Object]cache.ByObject{
 			// The agent reads Secrets (its sync state) only in its own
 			// namespace, and its RBAC allows no more.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
@@ -253,8 +255,10 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	})
 	resolved.Set()
 
-	// State Secrets are found by the kcp object they belong to.
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil {
+	// State Secrets are found by the kcp object they belong to (one index
+	// key per Secret: lookups never name a namespace, the cache holds only
+	// the agent's).
+	if err := cacheindex.Add(ctx, mgr.GetCache(), &corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues); err != nil {
 		return fmt.Errorf("failed to index state Secrets: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues); err != nil {

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/compact"
 )
 
 // WildcardCache is the cache of one virtual workspace endpoint: its
@@ -57,7 +59,7 @@ func NewWildcardCache(cfg *rest.Config, scheme *runtime.Scheme) (*WildcardCache,
 	c := &WildcardCache{scheme: scheme, mapper: mapper}
 	c.Cache, err = cache.New(cfg, cache.Options{
 		Scheme: scheme, HTTPClient: httpClient, Mapper: mapper,
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: compact.Transform,
 		NewInformer:      newInformer,
 	})
 	if err != nil {

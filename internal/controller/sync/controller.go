@@ -32,6 +32,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
+	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
 	"github.com/kcp-syncagent/api-syncagent/internal/fairqueue"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
@@ -218,7 +219,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	// index. Adding it waits for the informer of the local type to sync,
 	// which never happens if the agent may not list or watch that type.
 	indexCtx, cancel := context.WithTimeout(ctx, indexSyncTimeout)
-	err := c.opts.LocalCache.IndexField(indexCtx, typed(c.opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues)
+	err := cacheindex.Add(indexCtx, c.opts.LocalCache, typed(c.opts.LocalGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues)
 	cancel()
 	if err != nil && !strings.Contains(err.Error(), "indexer conflict") {
 		if ctx.Err() != nil {

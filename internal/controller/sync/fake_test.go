@@ -118,6 +118,9 @@ type fakeRegistration struct{ _ byte }
 
 func (*fakeRegistration) HasSynced() bool { return true }
 
+// AddIndexers accepts any index: reads of the fake are not indexed.
+func (i *fakeInformer) AddIndexers(toolscache.Indexers) error { return nil }
+
 func (i *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()

@@ -43,6 +43,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
+	"github.com/kcp-syncagent/api-syncagent/internal/compact"
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
@@ -252,7 +253,7 @@ func Add(mgr manager.Manager, opts Options) error {
 
 	// managedFields are never read and are a third of a cached object.
 	copiesCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.NewSelector().Add(*synced), DefaultTransform: cache.TransformStripManagedFields()})
+		DefaultLabelSelector: labels.NewSelector().Add(*synced), DefaultTransform: compact.Transform})
 	if err != nil {
 		return fmt.Errorf("failed to create the local copies cache: %w", err)
 	}
@@ -263,7 +264,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	// informers); a read of another type fails instead of starting an
 	// informer, and the sync controllers read those from the server.
 	relatedCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultTransform: cache.TransformStripManagedFields(), ReaderFailOnMissingInformer: true})
+		DefaultTransform: compact.Transform, ReaderFailOnMissingInformer: true})
 	if err != nil {
 		return fmt.Errorf("failed to create the related objects cache: %w", err)
 	}

@@ -93,20 +93,21 @@ var clusterScoped = func() labels.Requirement {
 // object.
 const RemoteIndex = "syncagent.kcp.io/remote-object"
 
-// RemoteIndexValues returns the index values of obj: "<cluster>/<name hash>"
-// and, with a namespace hash, also "<cluster>/<name hash>/<namespace hash>",
-// so that an IndexKey lookup matches exactly what Selector matches.
+// RemoteIndexValues returns the index value of obj: "<cluster>/<name hash>"
+// and, with a namespace hash, "<cluster>/<name hash>/<namespace hash>" (one
+// value, as Selector never selects an object with a namespace hash for a
+// cluster-scoped kcp object), so that an IndexKey lookup matches exactly
+// what Selector matches.
 func RemoteIndexValues(obj ctrlruntimeclient.Object) []string {
 	l := obj.GetLabels()
 	cluster, name := l[keys.RemoteObjectCluster], l[keys.RemoteObjectNameHash]
 	if cluster == "" || name == "" {
 		return nil
 	}
-	values := []string{cluster + "/" + name}
 	if ns := l[keys.RemoteObjectNamespaceHash]; ns != "" {
-		values = append(values, cluster+"/"+name+"/"+ns)
+		return []string{cluster + "/" + name + "/" + ns}
 	}
-	return values
+	return []string{cluster + "/" + name}
 }
 
 // IndexKey returns the RemoteIndex value that finds the objects of r.

@@ -125,3 +125,36 @@ func TestDesired(t *testing.T) {
 		t.Error("Desired shares data with its input")
 	}
 }
+
+// An IndexKey lookup finds exactly the objects Selector selects, with one
+// index value per object.
+func TestRemoteIndexMatchesSelector(t *testing.T) {
+	remotes := []Remote{
+		{Cluster: "abc", Name: "foo"},
+		{Cluster: "abc", Name: "foo", Namespace: "default"},
+		{Cluster: "abc", Name: "foo", Namespace: "other"},
+		{Cluster: "xyz", Name: "foo", Namespace: "default"},
+		{Cluster: "abc", Name: "bar"},
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range remotes {
+		u := &unstructured.Unstructured{}
+		u.SetLabels(r.Labels("agent"))
+		objs = append(objs, u)
+	}
+	for _, r := range remotes {
+		for i, o := range objs {
+			values := RemoteIndexValues(o)
+			if len(values) != 1 {
+				t.Fatalf("index values of %v: %v, want one", remotes[i], values)
+			}
+			found := values[0] == r.IndexKey()
+			if selected := r.Selector().Matches(labels.Set(o.GetLabels())); found != selected {
+				t.Errorf("lookup of %v finds the object of %v: %t, Selector selects it: %t", r, remotes[i], found, selected)
+			}
+		}
+	}
+	if v := RemoteIndexValues(&unstructured.Unstructured{}); v != nil {
+		t.Errorf("index values of an object without labels: %v, want none", v)
+	}
+}

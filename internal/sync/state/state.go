@@ -126,10 +126,16 @@ func (s *Store) selector(p Primary, related bool) labels.Selector {
 }
 
 // list lists the state Secrets of p that sel selects, through the
-// objmeta.RemoteIndex index of the Client's cache.
+// objmeta.RemoteIndex index of the Client's cache. The index serves
+// lookups without a namespace only (internal/cacheindex); the cache holds
+// the Secrets of the agent's namespace alone, and others are skipped.
 func (s *Store) list(ctx context.Context, list *corev1.SecretList, p Primary, sel labels.Selector) error {
-	return s.Client.List(ctx, list, ctrlruntimeclient.InNamespace(s.Namespace),
-		ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: p.IndexKey()}, ctrlruntimeclient.MatchingLabelsSelector{Selector: sel})
+	if err := s.Client.List(ctx, list, ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: p.IndexKey()},
+		ctrlruntimeclient.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return err
+	}
+	list.Items = slices.DeleteFunc(list.Items, func(sec corev1.Secret) bool { return sec.Namespace != s.Namespace })
+	return nil
 }
 
 // listLive lists the state Secrets that sel selects from the API server

@@ -73,6 +73,18 @@ func TestStore_readsReferenceState(t *testing.T) {
 	}
 }
 
+// The index lookup names no namespace: a state Secret of another namespace
+// (which the agent's cache does not hold, but another reader might) is
+// not the agent's.
+func TestStore_ignoresOtherNamespaces(t *testing.T) {
+	other := referenceSecret("obj-state-abc-3bdc4044f44712dfd182", referenceValue)
+	other.Namespace = "elsewhere"
+	store, _ := newStore(t, interceptor.Funcs{}, other)
+	if got, err := store.Get(context.Background(), primary); err != nil || got != nil {
+		t.Errorf("state in another namespace: got %v, %v; want nil, nil", got, err)
+	}
+}
+
 func TestStore_missingAndBroken(t *testing.T) {
 	store, _ := newStore(t, interceptor.Funcs{}, referenceSecret("obj-state-abc-3bdc4044f44712dfd182", "{not json"))
 	if got, err := store.Get(context.Background(), primary); err != nil || got != nil {

@@ -1,0 +1,144 @@
+package compact
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// kcpObject returns a decoded object as a kcp virtual workspace serves it.
+func kcpObject(t testing.TB, i int) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	data := fmt.Sprintf(`{"apiVersion":"bench.example.com/v1","kind":"Thing","metadata":{
+		"annotations":{"kcp.io/cluster":"2x9q6ylfnq8dbw1k"},
+		"creationTimestamp":"2026-11-26T10:00:00Z","finalizers":["syncagent.kcp.io/cleanup"],"generation":1,
+		"managedFields":[{"apiVersion":"bench.example.com/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:color":{}}},"manager":"bench","operation":"Update"}],
+		"name":"thing-%05d","namespace":"default","resourceVersion":"%d","uid":"0b6f3c2e-7a1d-4c3e-9f5a-%012d"},
+		"spec":{"color":"blue","sizes":["s","m"]},"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}`, i, 1000+i, i)
+	if err := u.UnmarshalJSON([]byte(data)); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// same reports whether a and b share their bytes.
+func same(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+func TestTransformSharesRepeatedStrings(t *testing.T) {
+	p := NewPool(100)
+	a, b := kcpObject(t, 1), kcpObject(t, 2)
+	want := a.DeepCopy()
+	unstructured.RemoveNestedField(want.Object, "metadata", "managedFields")
+
+	p.Transform(a)
+	p.Transform(b)
+	if diff := cmp.Diff(want.Object, a.Object); diff != "" {
+		t.Errorf("content changed (-want +got):\n%s", diff)
+	}
+	for _, path := range [][]string{{"apiVersion"}, {"kind"}, {"metadata", "namespace"}, {"spec", "color"}, {"status", "phase"}} {
+		va, _, _ := unstructured.NestedString(a.Object, path...)
+		vb, _, _ := unstructured.NestedString(b.Object, path...)
+		if !same(va, vb) {
+			t.Errorf("%v: not shared", path)
+		}
+	}
+	if !same(a.GetAnnotations()["kcp.io/cluster"], b.GetAnnotations()["kcp.io/cluster"]) || !same(a.GetFinalizers()[0], b.GetFinalizers()[0]) {
+		t.Error("annotation values or finalizers are not shared")
+	}
+	keyOf := func(m map[string]any, want string) string {
+		for k := range m {
+			if k == want {
+				return k
+			}
+		}
+		return ""
+	}
+	if !same(keyOf(a.Object, "metadata"), keyOf(b.Object, "metadata")) {
+		t.Error("map keys are not shared")
+	}
+	for _, s := range []string{"metadata", "Ready", "2x9q6ylfnq8dbw1k"} {
+		if _, ok := p.strings[s]; !ok {
+			t.Errorf("%q is not pooled", s)
+		}
+	}
+	// Values unique to an object are not pooled.
+	for _, s := range []string{a.GetName(), string(a.GetUID()), a.GetResourceVersion(), "2026-11-26T10:00:00Z"} {
+		if _, ok := p.strings[s]; ok {
+			t.Errorf("%q is pooled", s)
+		}
+	}
+}
+
+func TestPoolIsBounded(t *testing.T) {
+	p := NewPool(8)
+	for i := range 100 {
+		p.Transform(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"id": fmt.Sprint(i)}}})
+		if len(p.strings) > 8 {
+			t.Fatalf("after %d objects the pool holds %d strings, more than 8", i+1, len(p.strings))
+		}
+	}
+	long := string(make([]byte, maxLen+1))
+	p.Transform(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"long": long}}})
+	if _, ok := p.strings[long]; ok {
+		t.Error("a string longer than maxLen is pooled")
+	}
+}
+
+func TestTransformTypedObjects(t *testing.T) {
+	p := NewPool(100)
+	mk := func() *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Name: "state-1", Labels: map[string]string{"syncagent.kcp.io/object-state": "true"},
+				Finalizers:      []string{"f"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o"}},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"state": []byte("{}")},
+		}
+	}
+	a, b := mk(), mk()
+	want := mk()
+	want.ManagedFields = nil
+	p.Transform(a)
+	p.Transform(b)
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("content changed (-want +got):\n%s", diff)
+	}
+	if !same(a.Namespace, b.Namespace) || !same(a.Labels["syncagent.kcp.io/object-state"], b.Labels["syncagent.kcp.io/object-state"]) ||
+		!same(string(a.Type), string(b.Type)) || !same(a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind) {
+		t.Error("repeated strings are not shared")
+	}
+	// Other typed objects: their metadata.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
+	p.Transform(cm)
+	if cm.ManagedFields != nil || !same(cm.Namespace, a.Namespace) {
+		t.Error("a ConfigMap's managedFields are kept or its namespace is not shared")
+	}
+	// Anything else passes through.
+	if got := p.Transform("tombstone"); got != "tombstone" {
+		t.Errorf("a string came back as %v", got)
+	}
+}
+
+// Informers of different types transform at the same time (run with -race).
+func TestTransformConcurrently(t *testing.T) {
+	p := NewPool(16)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				p.Transform(kcpObject(t, w*1000+i))
+			}
+		}()
+	}
+	wg.Wait()
+}
