@@ -7,25 +7,30 @@
 // object share one copy of each such string with the objects cached before
 // it.
 //
-// Values that are unique to an object (its name, uid, resourceVersion and
-// timestamps) are left alone, and so are long strings. The pool of shared
-// strings is bounded: when it is full it is started afresh, so strings
-// that are not repeated cannot make it grow; the objects keep the strings
-// they share.
+// The name, uid, resourceVersion and timestamps of an object's metadata
+// are never repeated and are left alone, and so are strings longer than 64
+// bytes. Other strings are pooled even if they are unique (a label with a
+// hash, a condition's time): the pool is bounded and starts afresh when it
+// is full, so strings that are not repeated cannot make it grow; the
+// objects keep the strings they share.
 package compact
 
 import (
+	"strings"
 	"sync"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 const (
-	// maxPooled is the number of strings the pool holds before it starts
-	// afresh (at most about 1 MiB with the longest strings).
-	maxPooled = 1 << 14
+	// PoolSize is the number of strings the agent's pool holds before it
+	// starts afresh (about 2 MiB with the longest strings, the pool's map
+	// included).
+	PoolSize = 1 << 14
 	// maxLen is the length of the longest string that is shared: longer
 	// ones (messages, serialized configurations) are rarely repeated.
 	maxLen = 64
@@ -41,7 +46,7 @@ var uniqueMetadata = map[string]bool{
 // Pool holds one copy of each shared string, also boxed in an interface
 // (an unstructured object holds its string values as interfaces, and
 // boxing a string allocates). Safe for concurrent use; the lock is held
-// for one object's walk, never across I/O.
+// for one map operation.
 type Pool struct {
 	mu      sync.Mutex
 	strings map[string]any
@@ -54,47 +59,67 @@ func NewPool(max int) *Pool {
 }
 
 // shared is the pool of the agent's caches.
-var shared = NewPool(maxPooled)
+var shared = NewPool(PoolSize)
 
 // Transform is the cache transform of the agent's informers
 // (toolscache.TransformFunc): managedFields dropped, repeated strings
 // shared.
 func Transform(obj any) (any, error) { return shared.Transform(obj), nil }
 
-// Transform compacts obj in place and returns it. Objects other than
-// unstructured ones, Secrets and typed objects with metadata are returned
-// unchanged.
+// Transform returns obj compacted. It never writes to an unstructured
+// object or a Secret it is given, but returns a new one: an informer may
+// hand it an object that is already in its cache and being read (kcp's
+// informers transform the objects of resyncs too). An unstructured object
+// it compacted before comes back as it is. Other typed objects only lose
+// their managedFields (written only if there are any), as with
+// controller-runtime's TransformStripManagedFields; anything else (a
+// tombstone) comes back unchanged.
 func (p *Pool) Transform(obj any) any {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		o.Object = p.root(o.Object)
-	case *unstructured.UnstructuredList, *metav1.PartialObjectMetadataList:
-		// Lists are not cached; informers store their items one by one.
+		if p.compacted(o.Object) {
+			return o
+		}
+		return &unstructured.Unstructured{Object: p.root(o.Object)}
 	case *corev1.Secret:
-		p.objectMeta(&o.ObjectMeta)
-		o.Type = corev1.SecretType(p.string(string(o.Type)))
-		if len(o.Data) > 0 {
-			data := make(map[string][]byte, len(o.Data))
+		c := *o
+		c.ObjectMeta = p.objectMeta(o.ObjectMeta)
+		c.Type = corev1.SecretType(p.string(string(o.Type)))
+		if o.Data != nil {
+			c.Data = make(map[string][]byte, len(o.Data))
 			for k, v := range o.Data {
-				data[p.string(k)] = v
-			}
-			o.Data = data
-		}
-	case metav1.ObjectMetaAccessor:
-		if m := o.GetObjectMeta(); m != nil {
-			if om, ok := m.(*metav1.ObjectMeta); ok {
-				p.objectMeta(om)
+				c.Data[p.string(k)] = v
 			}
 		}
+		return &c
+	}
+	if accessor, err := meta.Accessor(obj); err == nil && accessor.GetManagedFields() != nil {
+		accessor.SetManagedFields(nil)
 	}
 	return obj
 }
 
-// root returns the object m with its keys and values pooled and its
-// managedFields dropped.
+// compacted reports whether m's keys are the pool's: m was built by root.
+// (The pool keeps copies of the strings it is given, so an object's own
+// strings are never the pool's.)
+func (p *Pool) compacted(m map[string]any) bool {
+	for k := range m {
+		if k == "metadata" {
+			p.mu.Lock()
+			pooled, ok := p.strings[k]
+			p.mu.Unlock()
+			return ok && unsafe.StringData(pooled.(string)) == unsafe.StringData(k)
+		}
+	}
+	return false
+}
+
+// root returns a copy of the object m with its keys and values pooled and
+// its managedFields dropped.
 func (p *Pool) root(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if md, ok := v.(map[string]any); ok && k == "metadata" {
@@ -120,38 +145,56 @@ func (p *Pool) metadata(m map[string]any) map[string]any {
 	return out
 }
 
-// value returns v with its strings pooled.
+// value returns a copy of v with its strings pooled.
 func (p *Pool) value(v any) any {
 	switch t := v.(type) {
 	case string:
 		return p.boxed(t, v)
 	case map[string]any:
+		if t == nil {
+			return t
+		}
 		out := make(map[string]any, len(t))
 		for k, e := range t {
 			out[p.string(k)] = p.value(e)
 		}
 		return out
 	case []any:
-		for i := range t {
-			t[i] = p.value(t[i])
+		if t == nil {
+			return t
 		}
-		return t
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = p.value(e)
+		}
+		return out
 	}
 	return v
 }
 
-func (p *Pool) objectMeta(m *metav1.ObjectMeta) {
+// objectMeta returns a copy of m without managedFields, with its repeated
+// strings pooled.
+func (p *Pool) objectMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	m.ManagedFields = nil
 	m.Namespace = p.string(m.Namespace)
 	m.Labels = p.stringMap(m.Labels)
 	m.Annotations = p.stringMap(m.Annotations)
-	for i := range m.Finalizers {
-		m.Finalizers[i] = p.string(m.Finalizers[i])
+	if m.Finalizers != nil {
+		finalizers := make([]string, len(m.Finalizers))
+		for i, f := range m.Finalizers {
+			finalizers[i] = p.string(f)
+		}
+		m.Finalizers = finalizers
 	}
-	for i := range m.OwnerReferences {
-		ref := &m.OwnerReferences[i]
-		ref.APIVersion, ref.Kind = p.string(ref.APIVersion), p.string(ref.Kind)
+	if m.OwnerReferences != nil {
+		refs := make([]metav1.OwnerReference, len(m.OwnerReferences))
+		for i, ref := range m.OwnerReferences {
+			ref.APIVersion, ref.Kind = p.string(ref.APIVersion), p.string(ref.Kind)
+			refs[i] = ref
+		}
+		m.OwnerReferences = refs
 	}
+	return m
 }
 
 func (p *Pool) stringMap(m map[string]string) map[string]string {
@@ -173,22 +216,22 @@ func (p *Pool) string(s string) string {
 	return s
 }
 
-// boxed returns the pool's boxed copy of s, adding s (boxed as v, or
-// anew if v is nil) if it has none. Strings too long to share, and the
-// empty string, come back as v.
+// boxed returns the pool's boxed copy of s, adding a copy of s if it has
+// none. Strings too long to share, and the empty string, come back as v.
 func (p *Pool) boxed(s string, v any) any {
 	if s == "" || len(s) > maxLen {
 		return v
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if pooled, ok := p.strings[s]; ok {
 		return pooled
 	}
 	if len(p.strings) >= p.max {
 		p.strings = make(map[string]any, p.max)
 	}
-	if v == nil {
-		v = s
-	}
-	p.strings[s] = v
-	return v
+	s = strings.Clone(s)
+	var pooled any = s
+	p.strings[s] = pooled
+	return pooled
 }

@@ -38,8 +38,7 @@ func TestTransformSharesRepeatedStrings(t *testing.T) {
 	want := a.DeepCopy()
 	unstructured.RemoveNestedField(want.Object, "metadata", "managedFields")
 
-	p.Transform(a)
-	p.Transform(b)
+	a, b = p.Transform(a).(*unstructured.Unstructured), p.Transform(b).(*unstructured.Unstructured)
 	if diff := cmp.Diff(want.Object, a.Object); diff != "" {
 		t.Errorf("content changed (-want +got):\n%s", diff)
 	}
@@ -75,6 +74,34 @@ func TestTransformSharesRepeatedStrings(t *testing.T) {
 			t.Errorf("%q is pooled", s)
 		}
 	}
+	// A compacted object comes back as it is; after the pool started
+	// afresh it is compacted again, to the same content.
+	if again := p.Transform(a); again != a {
+		t.Error("a compacted object was compacted again")
+	}
+	p.strings = map[string]any{}
+	if again := p.Transform(a).(*unstructured.Unstructured); again == a || !cmp.Equal(want.Object, again.Object) {
+		t.Errorf("after the pool started afresh: a new object %t, content %v", again != a, again.Object)
+	}
+}
+
+// The input is never written to: an informer may pass an object that is
+// in its cache and being read.
+func TestTransformLeavesItsInputAlone(t *testing.T) {
+	p := NewPool(100)
+	u := kcpObject(t, 1)
+	want := u.DeepCopy()
+	p.Transform(u)
+	if diff := cmp.Diff(want.Object, u.Object); diff != "" {
+		t.Errorf("unstructured input changed (-want +got):\n%s", diff)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}, Data: map[string][]byte{"k": []byte("v")}}
+	wantSec := sec.DeepCopy()
+	p.Transform(sec)
+	if diff := cmp.Diff(wantSec, sec); diff != "" {
+		t.Errorf("Secret input changed (-want +got):\n%s", diff)
+	}
 }
 
 func TestPoolIsBounded(t *testing.T) {
@@ -103,11 +130,9 @@ func TestTransformTypedObjects(t *testing.T) {
 			Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"state": []byte("{}")},
 		}
 	}
-	a, b := mk(), mk()
+	a, b := p.Transform(mk()).(*corev1.Secret), p.Transform(mk()).(*corev1.Secret)
 	want := mk()
 	want.ManagedFields = nil
-	p.Transform(a)
-	p.Transform(b)
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("content changed (-want +got):\n%s", diff)
 	}
@@ -115,11 +140,10 @@ func TestTransformTypedObjects(t *testing.T) {
 		!same(string(a.Type), string(b.Type)) || !same(a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind) {
 		t.Error("repeated strings are not shared")
 	}
-	// Other typed objects: their metadata.
+	// Other typed objects lose their managedFields only.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}}
-	p.Transform(cm)
-	if cm.ManagedFields != nil || !same(cm.Namespace, a.Namespace) {
-		t.Error("a ConfigMap's managedFields are kept or its namespace is not shared")
+	if got := p.Transform(cm); got != cm || cm.ManagedFields != nil {
+		t.Error("a ConfigMap's managedFields are kept")
 	}
 	// Anything else passes through.
 	if got := p.Transform("tombstone"); got != "tombstone" {
@@ -127,16 +151,33 @@ func TestTransformTypedObjects(t *testing.T) {
 	}
 }
 
-// Informers of different types transform at the same time (run with -race).
+// Informers of different types transform at the same time, and one
+// transforms objects of its cache again (a resync) while readers copy them
+// (run with -race).
 func TestTransformConcurrently(t *testing.T) {
 	p := NewPool(16)
+	objs := make([]*unstructured.Unstructured, 50)
+	secrets := make([]*corev1.Secret, 50)
+	for i := range objs {
+		objs[i] = p.Transform(kcpObject(t, i)).(*unstructured.Unstructured)
+		secrets[i] = p.Transform(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Labels: map[string]string{"i": fmt.Sprint(i)}}}).(*corev1.Secret)
+	}
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range 200 {
-				p.Transform(kcpObject(t, w*1000+i))
+			for range 20 {
+				for i := range objs {
+					if w%2 == 0 {
+						p.Transform(objs[i])
+						p.Transform(secrets[i])
+						p.Transform(kcpObject(t, 1000*w+i))
+					} else {
+						_ = objs[i].DeepCopy()
+						_ = secrets[i].DeepCopy()
+					}
+				}
 			}
 		}()
 	}

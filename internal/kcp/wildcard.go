@@ -27,9 +27,10 @@ import (
 // WildcardCache is the cache of one virtual workspace endpoint: its
 // informers list and watch /clusters/* and index by workspace, and the kcp
 // provider's per-workspace caches read through them. It does what the
-// provider's own does, with one difference: managedFields are dropped
-// before an object is stored (no code reads them from the kcp caches; they
-// are a third of a cached object), so each synced object costs less memory.
+// provider's own does, with one difference: objects are compacted
+// (internal/compact: no managedFields, which no code reads from the kcp
+// caches, and shared strings) before they are stored, so each synced
+// object costs less memory.
 //
 // It implements the provider's WildcardCache interface (cache.Cache plus
 // GetSharedInformer). Unlike the provider's, GetSharedInformer does not

@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -110,6 +111,7 @@ type fakeInformer struct {
 	mu       sync.Mutex
 	handlers map[*fakeRegistration]toolscache.ResourceEventHandler
 	objects  []*unstructured.Unstructured
+	indexes  map[string]bool
 }
 
 // fakeRegistration is not zero-sized: pointers to distinct zero-sized
@@ -118,8 +120,22 @@ type fakeRegistration struct{ _ byte }
 
 func (*fakeRegistration) HasSynced() bool { return true }
 
-// AddIndexers accepts any index: reads of the fake are not indexed.
-func (i *fakeInformer) AddIndexers(toolscache.Indexers) error { return nil }
+// AddIndexers records the indexes' names and, as client-go does, refuses
+// a name it has (reads of the fake are not indexed).
+func (i *fakeInformer) AddIndexers(indexers toolscache.Indexers) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.indexes == nil {
+		i.indexes = map[string]bool{}
+	}
+	for name := range indexers {
+		if i.indexes[name] {
+			return fmt.Errorf("indexer conflict: map[%s:{}]", name)
+		}
+		i.indexes[name] = true
+	}
+	return nil
+}
 
 func (i *fakeInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
 	i.mu.Lock()

@@ -541,3 +541,38 @@ func TestHubStopEndsItsRegistrations(t *testing.T) {
 		t.Fatal("stop waited for a registration's backoff")
 	}
 }
+
+// Two controllers of one local type (two PublishedResources onto one
+// CRD) both start: the second finds the copies index the first added.
+func TestControllersShareTheCopiesIndex(t *testing.T) {
+	local := newFakeInformers()
+	start := func(name string) (stop func()) {
+		opts := testOptions(t)
+		opts.PublishedResource.Name = name
+		opts.LocalCache = local
+		c, err := New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Start(ctx) }()
+		select {
+		case <-c.Synced():
+		case err := <-done:
+			t.Fatalf("controller %s stopped: %v", name, err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("controller %s did not sync", name)
+		}
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("controller %s: %v", name, err)
+			}
+		}
+	}
+	stopFirst := start("first")
+	defer stopFirst()
+	stopSecond := start("second")
+	defer stopSecond()
+}

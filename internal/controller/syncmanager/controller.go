@@ -251,7 +251,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		return err
 	}
 
-	// managedFields are never read and are a third of a cached object.
+	// Compacted: managedFields are never read and are a third of a cached
+	// object; repeated strings are shared.
 	copiesCache, err := cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultLabelSelector: labels.NewSelector().Add(*synced), DefaultTransform: compact.Transform})
 	if err != nil {

@@ -411,7 +411,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 }
 
 // newProvider returns a kcp provider for the endpoint cfg.Host whose
-// caches keep no managedFields (kcp.WildcardCache).
+// caches hold compacted objects (kcp.WildcardCache).
 func (f *fleet) newProvider(cfg *rest.Config) (*apiexport.Provider, error) {
 	wildcard, err := kcp.NewWildcardCache(cfg, f.scheme)
 	if err != nil {

@@ -8,12 +8,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
+	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex/cacheindextest"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 )
 
@@ -82,6 +87,35 @@ func TestStore_ignoresOtherNamespaces(t *testing.T) {
 	store, _ := newStore(t, interceptor.Funcs{}, other)
 	if got, err := store.Get(context.Background(), primary); err != nil || got != nil {
 		t.Errorf("state in another namespace: got %v, %v; want nil, nil", got, err)
+	}
+}
+
+// Through a real cache with the agent's index (one key per Secret, for
+// lookups without a namespace), a state Secret under another name (an
+// earlier kcp apiVersion's) is found by the index: a lookup in a namespace
+// would find nothing there, and the fake client's index cannot tell.
+func TestStore_readsThroughTheAgentsIndex(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	c := cacheindextest.NewCache(t, s, func(ctx context.Context, c cache.Cache) error {
+		return cacheindex.Add(ctx, c, &corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues)
+	}, referenceSecret("obj-state-of-an-earlier-version", referenceValue))
+	mapper := apimeta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Secret"), apimeta.RESTScopeNamespace)
+	client, err := ctrlruntimeclient.New(&rest.Config{Host: "http://127.0.0.1:1"}, ctrlruntimeclient.Options{Scheme: s, Mapper: mapper,
+		Cache: &ctrlruntimeclient.CacheOptions{Reader: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &Store{Client: client, Namespace: "agent", AgentName: "me"}
+	got, err := store.Get(context.Background(), primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(normalized, got); diff != "" {
+		t.Errorf("state (-want +got):\n%s", diff)
 	}
 }
 
