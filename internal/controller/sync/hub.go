@@ -18,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -428,7 +429,8 @@ func (h *hub) replay(e *engagedWorkspace) {
 	h.mu.RLock()
 	ctx, queue := h.ctx, h.queue
 	h.mu.RUnlock()
-	if err := e.Cluster.GetCache().List(ctx, list); err != nil {
+	// keys only reads (the handlers give it the cache's objects too).
+	if err := e.Cluster.GetCache().List(ctx, list, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
 		// The endpoint's handlers are told of every object of their
 		// informer when it syncs; an informer still syncing lists what
 		// it has so far, and the rest comes through the handlers.

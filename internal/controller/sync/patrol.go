@@ -322,12 +322,14 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// copies lists this agent's local copies of the controller's type (from
-// the copies cache).
+// copies lists this agent's local copies of the controller's type: the
+// copies cache's own objects, not copies of them (a pass takes minutes
+// and would hold a second copy of the cache all that time), so they are
+// only read; findOrphans keeps copies of the orphans.
 func (c *Controller) copies(ctx context.Context) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(c.opts.LocalGVK.GroupVersion().WithKind(c.opts.LocalGVK.Kind + "List"))
-	if err := c.opts.LocalCache.List(ctx, list, ctrlruntimeclient.MatchingLabels{keys.AgentName: c.opts.AgentName}); err != nil {
+	if err := c.opts.LocalCache.List(ctx, list, ctrlruntimeclient.MatchingLabels{keys.AgentName: c.opts.AgentName}, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list the local copies: %w", err)
 	}
 	return list.Items, nil
@@ -390,8 +392,8 @@ func requestOf(r objmeta.Remote) mcreconcile.Request {
 	return mcreconcile.Request{ClusterName: r.Cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}
 }
 
-// findOrphans returns the orphaned local copies among copies, by the
-// request of their kcp object.
+// findOrphans returns copies of the orphaned local copies among copies
+// (which it only reads), by the request of their kcp object.
 func findOrphans(ctx context.Context, limiter *rate.Limiter, copies []unstructured.Unstructured, checks orphanChecks) (map[mcreconcile.Request]*unstructured.Unstructured, error) {
 	out := map[mcreconcile.Request]*unstructured.Unstructured{}
 	for i := range copies {
@@ -405,7 +407,7 @@ func findOrphans(ctx context.Context, limiter *rate.Limiter, copies []unstructur
 		}
 		if orphan {
 			remote, _ := objmeta.FromLocal(cp)
-			out[requestOf(remote)] = cp
+			out[requestOf(remote)] = cp.DeepCopy()
 		}
 	}
 	return out, nil
@@ -435,7 +437,8 @@ func (r *reconciler) primaries(ctx context.Context, name string) ([]mcreconcile.
 	defer cancel()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(r.remoteGVK.GroupVersion().WithKind(r.remoteGVK.Kind + "List"))
-	if err := r.workspaces.reads(engaged).List(ctx, list); err != nil {
+	// Only the names are read: no copies of the cached objects.
+	if err := r.workspaces.reads(engaged).List(ctx, list, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("failed to list %s in workspace %s: %w", r.remoteGVK.Kind, name, err)
 	}
 	out := make([]mcreconcile.Request, 0, len(list.Items))

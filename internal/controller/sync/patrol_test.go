@@ -121,6 +121,14 @@ func TestFindOrphans(t *testing.T) {
 	if diff := cmp.Diff([]string{"ws1/gone-with-state", "ws1/alive-with-state"}, askedKcp); diff != "" {
 		t.Errorf("kcp reads (-want +got):\n%s", diff)
 	}
+	// The copies are the cache's own objects: an orphan is kept as a copy
+	// of its own, and the cached object is never changed.
+	for _, orphan := range got {
+		orphan.SetLabels(nil)
+	}
+	if copies[0].GetLabels() == nil {
+		t.Error("an orphan shares its content with the cached copy")
+	}
 
 	checks.gone = func(context.Context, Workspace, mcreconcile.Request) (bool, error) {
 		return false, errors.New("kcp unreachable")

@@ -73,9 +73,12 @@ func (s *sweeper) Start(ctx context.Context) error {
 func (s *sweeper) NeedLeaderElection() bool { return true }
 
 func (s *sweeper) sweep(ctx context.Context) {
+	// The cache's own Secrets, only read (a copy of every state Secret
+	// would be held for the whole sweep); an orphan is deleted through a
+	// copy.
 	var secrets corev1.SecretList
 	if err := s.client.List(ctx, &secrets, ctrlruntimeclient.InNamespace(s.namespace),
-		ctrlruntimeclient.MatchingLabels{keys.ObjectState: "true", keys.AgentName: s.agentName}); err != nil {
+		ctrlruntimeclient.MatchingLabels{keys.ObjectState: "true", keys.AgentName: s.agentName}, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
 		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
@@ -87,7 +90,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 		if !s.orphaned(ctx, secret) {
 			continue
 		}
-		if err := s.client.Delete(ctx, secret); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		if err := s.client.Delete(ctx, secret.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 			s.log.Error(err, "Failed to delete an orphaned state Secret", "secret", secret.Name)
 			continue
 		}
@@ -215,7 +218,7 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
 		if !confirmed[sec.Labels[keys.RemoteObjectCluster]] {
 			continue
 		}
-		if err := s.client.Delete(ctx, sec); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		if err := s.client.Delete(ctx, sec.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 			s.log.Error(err, "Failed to delete the state of a gone workspace", "secret", sec.Name)
 			continue
 		}
