@@ -37,6 +37,13 @@ import (
 // over several.
 const perGroup = 4
 
+// cacheEntries is the size of each of a broadcaster's three caches (its
+// spam filter, its aggregation of similar Events, its counts of repeated
+// ones): a group's broadcasters hold client-go's default of 4096 entries
+// between them, as one broadcaster would, not four times that (at 10k
+// objects the caches of full-size broadcasters took about 20 MiB).
+const cacheEntries = 4096 / perGroup
+
 // writeTimeout bounds each write of an Event.
 const writeTimeout = 5 * time.Second
 
@@ -90,7 +97,7 @@ func (r *Recorder) For(group, workspace, component string) record.EventRecorder 
 	}
 	b, ok := r.broadcasts[key]
 	if !ok {
-		b = record.NewBroadcaster()
+		b = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: cacheEntries}))
 		b.StartRecordingToSink(sink{r: r})
 		r.broadcasts[key] = b
 	}
