@@ -272,24 +272,12 @@ func TestControllerRestartsLeaveNothing(t *testing.T) {
 	defer disengage()
 
 	run := func() {
-		c, err := New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			name := fmt.Sprintf("ws%d", i)
-			c.Engage(wsCtx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: endpoint}, Endpoint: endpoint})
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Start(ctx) }()
-		select {
-		case <-c.Synced():
-		case err := <-done:
-			t.Fatalf("the controller stopped: %v", err)
-		case <-time.After(10 * time.Second):
-			t.Fatal("the controller did not sync")
-		}
+		stop := startSynced(t, opts, func(c *Controller) {
+			for i := range 3 {
+				name := fmt.Sprintf("ws%d", i)
+				c.Engage(wsCtx, Workspace{Name: name, Cluster: &fakeCluster{name: name, endpoint: endpoint}, Endpoint: endpoint})
+			}
+		})
 		// kcp: the primaries and the kcp-origin Secrets; service: the
 		// copies and the service-origin ConfigMaps.
 		eventually(t, "the handlers of a running controller", func() bool {
@@ -300,10 +288,7 @@ func TestControllerRestartsLeaveNothing(t *testing.T) {
 		if relatedCache.has(secretGVK) {
 			t.Fatal("the related cache has an informer of the unwatched Secrets")
 		}
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		stop()
 	}
 
 	run() // warm up: the first run starts goroutines that live on (queue metrics, for one)
@@ -546,33 +531,42 @@ func TestHubStopEndsItsRegistrations(t *testing.T) {
 // CRD) both start: the second finds the copies index the first added.
 func TestControllersShareTheCopiesIndex(t *testing.T) {
 	local := newFakeInformers()
-	start := func(name string) (stop func()) {
+	for _, name := range []string{"first", "second"} {
 		opts := testOptions(t)
 		opts.PublishedResource.Name = name
 		opts.LocalCache = local
-		c, err := New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Start(ctx) }()
-		select {
-		case <-c.Synced():
-		case err := <-done:
-			t.Fatalf("controller %s stopped: %v", name, err)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("controller %s did not sync", name)
-		}
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("controller %s: %v", name, err)
-			}
+		defer startSynced(t, opts, nil)()
+	}
+}
+
+// startSynced starts a controller of opts (after before, if any, has run
+// with it) and waits until it has synced; stop stops it and fails the
+// test if it returned an error.
+func startSynced(t *testing.T, opts Options, before func(*Controller)) (stop func()) {
+	t.Helper()
+	c, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != nil {
+		before(c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	select {
+	case <-c.Synced():
+	case err := <-done:
+		cancel()
+		t.Fatalf("controller %s stopped: %v", opts.PublishedResource.Name, err)
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatalf("controller %s did not sync", opts.PublishedResource.Name)
+	}
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller %s: %v", opts.PublishedResource.Name, err)
 		}
 	}
-	stopFirst := start("first")
-	defer stopFirst()
-	stopSecond := start("second")
-	defer stopSecond()
 }
