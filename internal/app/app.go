@@ -37,6 +37,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/memlimit"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -141,6 +142,11 @@ func leaderLockInterface(l *leaderLock) resourcelock.Interface {
 // Run starts the agent and blocks until ctx is cancelled or a component fails.
 func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	log.Info("Starting api-syncagent", "version", version.Version, "agent", o.AgentName)
+	if soft, err := memlimit.Set("/sys/fs/cgroup", "/proc/self/cgroup"); err != nil {
+		log.Error(err, "Cannot read the container's memory limit; the Go runtime keeps its own")
+	} else if soft > 0 {
+		log.Info("Go runtime memory limit set below the container's", "bytes", soft, "share", memlimit.Share)
+	}
 
 	kcpCfg, err := kcpConfig(o)
 	if err != nil {
