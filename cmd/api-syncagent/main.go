@@ -1,3 +1,10 @@
+// GOMAXPROCS follows the container's CPU limit (Go 1.25's default, which
+// the module's go 1.24 line would otherwise turn off): the garbage
+// collector's CPU cap is a share of GOMAXPROCS, and it must hold under
+// the soft memory limit internal/memlimit sets.
+//go:debug containermaxprocs=1
+//go:debug updatemaxprocs=1
+
 // Command api-syncagent publishes APIs of a Kubernetes service cluster into
 // kcp and synchronizes the objects that kcp consumers create with it.
 package main

@@ -51,11 +51,14 @@ type Pool struct {
 	mu      sync.Mutex
 	strings map[string]any
 	max     int
+	// metadataKey is the "metadata" key of every object the pool built,
+	// kept across the pool's fresh starts: it tells those objects apart.
+	metadataKey string
 }
 
 // NewPool returns an empty pool of at most max strings.
 func NewPool(max int) *Pool {
-	return &Pool{strings: make(map[string]any), max: max}
+	return &Pool{strings: make(map[string]any), max: max, metadataKey: strings.Clone("metadata")}
 }
 
 // shared is the pool of the agent's caches.
@@ -99,16 +102,14 @@ func (p *Pool) Transform(obj any) any {
 	return obj
 }
 
-// compacted reports whether m's keys are the pool's: m was built by root.
-// (The pool keeps copies of the strings it is given, so an object's own
-// strings are never the pool's.)
+// compacted reports whether m was built by root: its "metadata" key is the
+// pool's own string (a decoded object's strings are its own). A deep copy
+// of such an object keeps the key and would pass too; informers never
+// transform one.
 func (p *Pool) compacted(m map[string]any) bool {
 	for k := range m {
 		if k == "metadata" {
-			p.mu.Lock()
-			pooled, ok := p.strings[k]
-			p.mu.Unlock()
-			return ok && unsafe.StringData(pooled.(string)) == unsafe.StringData(k)
+			return unsafe.StringData(k) == unsafe.StringData(p.metadataKey)
 		}
 	}
 	return false
@@ -123,7 +124,7 @@ func (p *Pool) root(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if md, ok := v.(map[string]any); ok && k == "metadata" {
-			out[p.string(k)] = p.metadata(md)
+			out[p.metadataKey] = p.metadata(md)
 			continue
 		}
 		out[p.string(k)] = p.value(v)
@@ -216,8 +217,9 @@ func (p *Pool) string(s string) string {
 	return s
 }
 
-// boxed returns the pool's boxed copy of s, adding a copy of s if it has
-// none. Strings too long to share, and the empty string, come back as v.
+// boxed returns the pool's boxed copy of s, adding s if it has none (a
+// decoded string is an allocation of its own, never part of a larger one
+// the pool would keep alive). Strings too long to share, and the empty string, come back as v.
 func (p *Pool) boxed(s string, v any) any {
 	if s == "" || len(s) > maxLen {
 		return v
@@ -230,7 +232,6 @@ func (p *Pool) boxed(s string, v any) any {
 	if len(p.strings) >= p.max {
 		p.strings = make(map[string]any, p.max)
 	}
-	s = strings.Clone(s)
 	var pooled any = s
 	p.strings[s] = pooled
 	return pooled

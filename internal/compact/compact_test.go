@@ -2,6 +2,7 @@ package compact
 
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"unsafe"
@@ -63,7 +64,7 @@ func TestTransformSharesRepeatedStrings(t *testing.T) {
 	if !same(keyOf(a.Object, "metadata"), keyOf(b.Object, "metadata")) {
 		t.Error("map keys are not shared")
 	}
-	for _, s := range []string{"metadata", "Ready", "2x9q6ylfnq8dbw1k"} {
+	for _, s := range []string{"spec", "Ready", "2x9q6ylfnq8dbw1k"} {
 		if _, ok := p.strings[s]; !ok {
 			t.Errorf("%q is not pooled", s)
 		}
@@ -74,14 +75,17 @@ func TestTransformSharesRepeatedStrings(t *testing.T) {
 			t.Errorf("%q is pooled", s)
 		}
 	}
-	// A compacted object comes back as it is; after the pool started
-	// afresh it is compacted again, to the same content.
+	// A compacted object comes back as it is, also after the pool started
+	// afresh; one of another pool is compacted again, to the same content.
 	if again := p.Transform(a); again != a {
 		t.Error("a compacted object was compacted again")
 	}
 	p.strings = map[string]any{}
-	if again := p.Transform(a).(*unstructured.Unstructured); again == a || !cmp.Equal(want.Object, again.Object) {
-		t.Errorf("after the pool started afresh: a new object %t, content %v", again != a, again.Object)
+	if again := p.Transform(a); again != a {
+		t.Error("after the pool started afresh, a compacted object was compacted again")
+	}
+	if other := NewPool(100).Transform(a).(*unstructured.Unstructured); other == a || !cmp.Equal(want.Object, other.Object) {
+		t.Errorf("another pool: a new object %t, content %v", other != a, other.Object)
 	}
 }
 
@@ -91,9 +95,26 @@ func TestTransformLeavesItsInputAlone(t *testing.T) {
 	p := NewPool(100)
 	u := kcpObject(t, 1)
 	want := u.DeepCopy()
-	p.Transform(u)
-	if diff := cmp.Diff(want.Object, u.Object); diff != "" {
-		t.Errorf("unstructured input changed (-want +got):\n%s", diff)
+	for range 2 { // the second time, the strings are the pool's
+		out := p.Transform(u).(*unstructured.Unstructured)
+		if diff := cmp.Diff(want.Object, u.Object); diff != "" {
+			t.Errorf("unstructured input changed (-want +got):\n%s", diff)
+		}
+		if out == u {
+			t.Fatal("the input came back")
+		}
+		// Equal values written in place would not show in the content:
+		// no map or slice of the output is the input's.
+		for _, path := range [][]string{{}, {"metadata"}, {"metadata", "annotations"}, {"metadata", "finalizers"}, {"spec"}, {"spec", "sizes"}, {"status", "conditions"}} {
+			in, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
+			got, _, _ := unstructured.NestedFieldNoCopy(out.Object, path...)
+			if len(path) == 0 {
+				in, got = u.Object, out.Object
+			}
+			if reflect.ValueOf(in).Pointer() == reflect.ValueOf(got).Pointer() {
+				t.Errorf("%v is the input's", path)
+			}
+		}
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent", Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}}, Data: map[string][]byte{"k": []byte("v")}}

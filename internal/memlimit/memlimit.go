@@ -18,8 +18,9 @@ import (
 )
 
 // Share is the part of the container's memory limit the Go runtime aims
-// to stay under (the rest: stacks, the binary, memory the runtime has not
-// returned yet).
+// to keep the memory it manages under (heap, stacks and its own
+// structures, returned memory aside); the rest is for what it does not
+// manage: the binary's mapping, memory outside Go, the kernel's share.
 const Share = 0.9
 
 // unlimited is where cgroup v1 reports "no limit" (a page-rounded
@@ -43,10 +44,12 @@ func Set(root, procCgroup string) (int64, error) {
 	return soft, nil
 }
 
-// CgroupLimit returns the memory limit in bytes of the cgroup that the
-// file procCgroup (/proc/self/cgroup) names under root, cgroup v2 or v1;
-// 0 if there is none. A cgroup path that is not visible (a container's
-// own cgroup namespace shows "/") is looked up at root itself.
+// CgroupLimit returns the memory limit in bytes of the process's cgroup,
+// which the file procCgroup (/proc/self/cgroup) names, under root
+// (/sys/fs/cgroup), cgroup v2 or v1; 0 if there is none. A parent's limit
+// bounds its children, so the smallest limit from the cgroup up to root
+// counts; a cgroup path that is not visible (a container's own cgroup
+// namespace shows "/") contributes what root shows.
 func CgroupLimit(root, procCgroup string) (int64, error) {
 	data, err := os.ReadFile(procCgroup)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -55,39 +58,77 @@ func CgroupLimit(root, procCgroup string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("failed to read %s: %w", procCgroup, err)
 	}
-	var candidates []string
+	var limit int64
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
+		var mounts []string
+		file := "memory.max"
 		switch {
 		case parts[0] == "0" && parts[1] == "":
-			candidates = append(candidates, filepath.Join(root, parts[2], "memory.max"), filepath.Join(root, "memory.max"))
+			mounts = []string{root}
 		case slices.Contains(strings.Split(parts[1], ","), "memory"):
-			candidates = append(candidates, filepath.Join(root, "memory", parts[2], "memory.limit_in_bytes"), filepath.Join(root, "memory", "memory.limit_in_bytes"))
-		}
-	}
-	for _, path := range candidates {
-		content, err := os.ReadFile(path)
-		if errors.Is(err, fs.ErrNotExist) {
+			// v1: the memory controller's hierarchy, mounted alone or
+			// with the controllers it is joined with.
+			mounts, file = []string{filepath.Join(root, "memory"), filepath.Join(root, parts[1])}, "memory.limit_in_bytes"
+		default:
 			continue
 		}
-		if err != nil {
-			return 0, fmt.Errorf("failed to read %s: %w", path, err)
+		for _, mount := range mounts {
+			l, err := smallestUp(mount, parts[2], file)
+			if err != nil {
+				return 0, err
+			}
+			if l > 0 && (limit == 0 || l < limit) {
+				limit = l
+			}
 		}
-		value := strings.TrimSpace(string(content))
-		if value == "max" {
-			return 0, nil
-		}
-		limit, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s holds %q, no memory limit: %w", path, value, err)
-		}
-		if limit <= 0 || limit >= unlimited {
-			return 0, nil
-		}
-		return limit, nil
 	}
-	return 0, nil
+	return limit, nil
+}
+
+// smallestUp returns the smallest limit in file from mount/path up to
+// mount, 0 if none.
+func smallestUp(mount, path, file string) (int64, error) {
+	var limit int64
+	dir := filepath.Join(mount, path)
+	for {
+		l, err := readLimit(filepath.Join(dir, file))
+		if err != nil {
+			return 0, err
+		}
+		if l > 0 && (limit == 0 || l < limit) {
+			limit = l
+		}
+		if dir == mount || !strings.HasPrefix(dir, mount) {
+			return limit, nil
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// readLimit reads a limit file: 0 for a missing file, "max" or an
+// unlimited value.
+func readLimit(path string) (int64, error) {
+	content, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("failed to read %s: %w", path, err)
+	}
+	value := strings.TrimSpace(string(content))
+	if value == "max" {
+		return 0, nil
+	}
+	limit, err := strconv.ParseInt(value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s holds %q, no memory limit: %w", path, value, err)
+	}
+	if limit <= 0 || limit >= unlimited {
+		return 0, nil
+	}
+	return limit, nil
 }

@@ -41,6 +41,9 @@ func TestCgroupLimit(t *testing.T) {
 		{"v1 without a limit", map[string]string{"proc": "4:memory:/\n", "cg/memory/memory.limit_in_bytes": "9223372036854771712\n"}, 0, false},
 		{"no cgroup files", map[string]string{"proc": "0::/\n"}, 0, false},
 		{"no /proc/self/cgroup", map[string]string{}, 0, false},
+		{"v2, a limit on a parent", map[string]string{"proc": "0::/init\n", "cg/init/memory.max": "max\n", "cg/memory.max": "536870912\n"}, 536870912, false},
+		{"v2, the smallest of the path", map[string]string{"proc": "0::/pod/c1\n", "cg/pod/c1/memory.max": "3000\n", "cg/pod/memory.max": "2000\n", "cg/memory.max": "4000\n"}, 2000, false},
+		{"v1 mounted with joined controllers", map[string]string{"proc": "5:memory,hugetlb:/x\n", "cg/memory,hugetlb/x/memory.limit_in_bytes": "8192\n"}, 8192, false},
 		{"garbage", map[string]string{"proc": "0::/\n", "cg/memory.max": "lots\n"}, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 
 // NewCache returns a controller-runtime cache of the namespaced types of
 // objs (registered in scheme) whose informers list objs. It is started
-// (until the test ends) once setup, which may add indexes, has run.
+// once setup, which may add indexes, has run, and runs until the test ends
+// or for 30 s at most.
 func NewCache(t *testing.T, scheme *runtime.Scheme, setup func(context.Context, cache.Cache) error, objs ...ctrlruntimeclient.Object) cache.Cache {
 	t.Helper()
 	mapper := apimeta.NewDefaultRESTMapper(nil)
