@@ -52,10 +52,11 @@ type config struct {
 	QuietObjects int `json:"quietObjects,omitempty"`
 	// WideObjects: objects per workspace of the wide scenario.
 	WideObjects int `json:"wideObjects,omitempty"`
-	// EventLevel and SyncWorkers are passed to our agent (not to the
-	// baseline) when set.
-	EventLevel  string `json:"eventLevel,omitempty"`
-	SyncWorkers int    `json:"syncWorkers,omitempty"`
+	// EventLevel, SyncWorkers and PatrolInterval are passed to our agent
+	// (not to the baseline) when set.
+	EventLevel     string `json:"eventLevel,omitempty"`
+	SyncWorkers    int    `json:"syncWorkers,omitempty"`
+	PatrolInterval string `json:"patrolInterval,omitempty"`
 
 	Workspaces int  `json:"workspaces"`
 	Objects    int  `json:"objects"`
@@ -109,6 +110,7 @@ func main() {
 	flag.IntVar(&cfg.WideObjects, "wide-objects", envInt("WIDE_OBJECTS", 5), "wide: objects per workspace ($WIDE_OBJECTS)")
 	flag.StringVar(&cfg.EventLevel, "event-level", os.Getenv("EVENT_LEVEL"), "--event-level of our agent (normal or warning; empty: its default) ($EVENT_LEVEL)")
 	flag.IntVar(&cfg.SyncWorkers, "sync-workers", envInt("SYNC_WORKERS", 0), "--sync-workers of our agent (0: its default) ($SYNC_WORKERS)")
+	flag.StringVar(&cfg.PatrolInterval, "patrol-interval", os.Getenv("PATROL_INTERVAL"), "--patrol-interval of our agent (a duration; 0 turns the patrol off; empty: its default) ($PATROL_INTERVAL)")
 	flag.IntVar(&cfg.Workspaces, "w", envInt("W", 0), "consumer workspaces (default 10; 1000 in the wide scenario) ($W)")
 	flag.IntVar(&cfg.Objects, "n", envInt("N", 2000), "objects in total, spread round-robin over the workspaces ($N)")
 	flag.IntVar(&cfg.Parallel, "p", envInt("P", 8), "parallel clients of the bench ($P)")

@@ -240,6 +240,9 @@ func (e *env) startAgent() {
 		if e.cfg.SyncWorkers > 0 {
 			args = append(args, fmt.Sprintf("--sync-workers=%d", e.cfg.SyncWorkers))
 		}
+		if e.cfg.PatrolInterval != "" {
+			args = append(args, "--patrol-interval="+e.cfg.PatrolInterval)
+		}
 	}
 	if e.au.Profile > 0 || e.au.Pprof {
 		e.pprofAddress = framework.MustFreeAddress(t)
