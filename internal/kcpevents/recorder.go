@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -34,18 +33,20 @@ import (
 )
 
 // perGroup is the number of broadcasters of one group (an endpoint): each
-// writes its Events one at a time, so a group's Events are spread over
-// several, by object: each object's Events go through one broadcaster
-// (whose caches combine and count them), and a workspace with many
-// objects uses all of them.
+// writes its Events one at a time, so a group's workspaces are spread
+// over several. A workspace's Events all take one broadcaster: a
+// workspace with a backlog of Events delays only the workspaces that
+// share it.
 const perGroup = 4
 
 // cacheEntries is the size of each of a broadcaster's three caches (its
-// spam filter, its aggregation of similar Events, its counts of repeated
+// spam filter, its combining of similar Events, its counts of repeated
 // ones): a group's broadcasters hold client-go's default of 4096 entries
 // between them, as one broadcaster would, not four times that (at 10k
-// objects the caches of full-size broadcasters took about 20 MiB). As
-// objects are spread evenly, any workspace's objects can use all of them.
+// objects the caches of full-size broadcasters took about 20 MiB). A
+// workspace whose objects record Events on more than 1024 objects in
+// turn gets less combining than client-go's default would give it; its
+// extra Events stay on its own broadcaster.
 const cacheEntries = 4096 / perGroup
 
 // writeTimeout bounds each write of an Event.
@@ -93,33 +94,25 @@ func New(scheme *runtime.Scheme, clients Clients, log logr.Logger, dropped func(
 // For returns the recorder of component's Events in workspace; group is the
 // workspace's failure domain (its endpoint).
 func (r *Recorder) For(group, workspace, component string) record.EventRecorder {
+	key := group + "#" + strconv.Itoa(bucket(workspace))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return &record.FakeRecorder{}
 	}
-	g := &guarded{r: r, workspace: workspace}
-	for i := range g.recs {
-		key := group + "#" + strconv.Itoa(i)
-		b, ok := r.broadcasts[key]
-		if !ok {
-			b = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: cacheEntries}))
-			b.StartRecordingToSink(sink{r: r})
-			r.broadcasts[key] = b
-		}
-		g.recs[i] = b.NewRecorder(r.scheme, corev1.EventSource{Component: component, Host: workspace})
+	b, ok := r.broadcasts[key]
+	if !ok {
+		b = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: cacheEntries}))
+		b.StartRecordingToSink(sink{r: r})
+		r.broadcasts[key] = b
 	}
-	return g
+	return &guarded{r: r, rec: b.NewRecorder(r.scheme, corev1.EventSource{Component: component, Host: workspace})}
 }
 
-// bucket spreads a group's Events over its broadcasters by the object
-// they are about.
-func bucket(workspace string, object runtime.Object) int {
+// bucket spreads a group's workspaces over its broadcasters.
+func bucket(workspace string) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(workspace))
-	if m, err := meta.Accessor(object); err == nil {
-		_, _ = h.Write([]byte("/" + m.GetNamespace() + "/" + m.GetName()))
-	}
 	return int(h.Sum32() % perGroup)
 }
 
@@ -139,9 +132,8 @@ func (r *Recorder) Shutdown() {
 // would log an error for each), nor a Normal Event when only Warnings are
 // recorded.
 type guarded struct {
-	r         *Recorder
-	workspace string
-	recs      [perGroup]record.EventRecorder
+	r   *Recorder
+	rec record.EventRecorder
 }
 
 // record calls emit unless the Event is not to be recorded.
@@ -156,20 +148,16 @@ func (g *guarded) record(eventtype string, emit func()) {
 	}
 }
 
-func (g *guarded) rec(object runtime.Object) record.EventRecorder {
-	return g.recs[bucket(g.workspace, object)]
-}
-
 func (g *guarded) Event(object runtime.Object, eventtype, reason, message string) {
-	g.record(eventtype, func() { g.rec(object).Event(object, eventtype, reason, message) })
+	g.record(eventtype, func() { g.rec.Event(object, eventtype, reason, message) })
 }
 
 func (g *guarded) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	g.record(eventtype, func() { g.rec(object).Eventf(object, eventtype, reason, messageFmt, args...) })
+	g.record(eventtype, func() { g.rec.Eventf(object, eventtype, reason, messageFmt, args...) })
 }
 
 func (g *guarded) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	g.record(eventtype, func() { g.rec(object).AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...) })
+	g.record(eventtype, func() { g.rec.AnnotatedEventf(object, annotations, eventtype, reason, messageFmt, args...) })
 }
 
 // sink writes each Event with its workspace's client.
