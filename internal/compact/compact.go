@@ -219,7 +219,8 @@ func (p *Pool) string(s string) string {
 
 // boxed returns the pool's boxed copy of s, adding s if it has none (a
 // decoded string is an allocation of its own, never part of a larger one
-// the pool would keep alive). Strings too long to share, and the empty string, come back as v.
+// the pool would keep alive). Strings too long to share, and the empty
+// string, come back as v.
 func (p *Pool) boxed(s string, v any) any {
 	if s == "" || len(s) > maxLen {
 		return v

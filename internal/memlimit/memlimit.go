@@ -81,9 +81,7 @@ func CgroupLimit(root, procCgroup string) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			if l > 0 && (limit == 0 || l < limit) {
-				limit = l
-			}
+			limit = smaller(limit, l)
 		}
 	}
 	return limit, nil
@@ -99,14 +97,20 @@ func smallestUp(mount, path, file string) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if l > 0 && (limit == 0 || l < limit) {
-			limit = l
-		}
+		limit = smaller(limit, l)
 		if dir == mount || !strings.HasPrefix(dir, mount) {
 			return limit, nil
 		}
 		dir = filepath.Dir(dir)
 	}
+}
+
+// smaller returns the smaller of two limits, 0 meaning none.
+func smaller(a, b int64) int64 {
+	if a == 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // readLimit reads a limit file: 0 for a missing file, "max" or an
