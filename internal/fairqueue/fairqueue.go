@@ -1,34 +1,59 @@
 // Package fairqueue is a work queue store that hands out items round robin
-// over their tenants (kcp workspaces): one tenant with a backlog of
-// thousands of items delays another tenant's next item by at most one item
-// per tenant that has work, not by the backlog.
+// over their tenants (kcp workspaces), with a limit on each tenant's items
+// in process: one tenant with a backlog of thousands of items delays
+// another tenant's next item by at most one item per tenant that has work,
+// not by the backlog, and it cannot hold every worker.
 //
 // Queue implements client-go's workqueue.Queue, the storage under
 // workqueue.Typed, which keeps its de-duplication (an item waits at most
 // once), its processing set (an item is never handed to two workers), its
 // metrics and, wrapped by the delaying and rate-limiting queues, retries
-// with backoff. Queue itself is not safe for concurrent use: the
-// workqueue calls it under its own lock.
+// with backoff. The workqueue does not tell its store when an item is
+// done: NewRateLimiting builds the whole stack and reports Done to the
+// store, which is what the limit needs.
 package fairqueue
 
-import "k8s.io/client-go/util/workqueue"
+import (
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+)
 
 // Queue is a FIFO per tenant and a round robin over the tenants that have
-// items. Push, Pop and Len are O(1).
+// items and fewer than the limit in process. Every method is O(1) and
+// safe for concurrent use (the workqueue calls Push, Pop, Len and Touch
+// under its own lock, Done comes from the worker).
 type Queue[T comparable] struct {
 	tenant func(T) string
-	// lanes holds the waiting items of each tenant that has any.
-	lanes map[string]*fifo[T]
-	// turns are the tenants with items, in the order they are served next.
+	// limit is the most items of one tenant in process; 0: no limit.
+	limit int
+
+	mu sync.Mutex
+	// lanes holds each tenant that has waiting items or items in process.
+	lanes map[string]*lane[T]
+	// turns are the tenants whose next item may be handed out (it has
+	// waiting items and is below the limit), in the order they are served.
 	turns fifo[string]
-	n     int
+	// waiting counts the waiting items of every tenant, ready those of the
+	// tenants in turns.
+	waiting, ready int
+}
+
+// lane is one tenant's waiting items and its count in process.
+type lane[T any] struct {
+	items      fifo[T]
+	processing int
+	// inTurns: the tenant is in Queue.turns.
+	inTurns bool
 }
 
 var _ workqueue.Queue[int] = &Queue[int]{}
 
-// New returns an empty queue that groups items by tenant(item).
-func New[T comparable](tenant func(T) string) *Queue[T] {
-	return &Queue[T]{tenant: tenant, lanes: map[string]*fifo[T]{}}
+// New returns an empty queue that groups items by tenant(item) and hands
+// out at most limit items of one tenant until they are Done (limit 0: no
+// limit).
+func New[T comparable](tenant func(T) string, limit int) *Queue[T] {
+	return &Queue[T]{tenant: tenant, limit: max(limit, 0), lanes: map[string]*lane[T]{}}
 }
 
 // Touch is called when a waiting item is added again; its place is kept.
@@ -37,37 +62,104 @@ func (q *Queue[T]) Touch(T) {}
 // Push appends item to its tenant's lane; a tenant without waiting items
 // takes the last turn.
 func (q *Queue[T]) Push(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	t := q.tenant(item)
 	l, ok := q.lanes[t]
 	if !ok {
-		l = &fifo[T]{}
+		l = &lane[T]{}
 		q.lanes[t] = l
-		q.turns.push(t)
 	}
-	l.push(item)
-	q.n++
+	l.items.push(item)
+	q.waiting++
+	if !q.atLimit(l) {
+		q.ready++
+		q.takeTurn(t, l)
+	}
 }
 
-// Len is the number of waiting items of all tenants.
-func (q *Queue[T]) Len() int { return q.n }
+// Len is the number of items that Pop can hand out now: the waiting items
+// of the tenants below the limit. The workqueue's Get waits while it is 0.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready
+}
 
-// Tenants is the number of tenants with waiting items.
-func (q *Queue[T]) Tenants() int { return len(q.lanes) }
+// Waiting is the number of waiting items, including those of tenants at
+// the limit.
+func (q *Queue[T]) Waiting() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.waiting
+}
 
-// Pop takes the oldest item of the tenant whose turn it is; that tenant
-// goes to the end of the turns if it has more. Pop must not be called on
-// an empty queue (the workqueue checks Len first).
+// Tenants is the number of tenants with waiting items or items in process.
+func (q *Queue[T]) Tenants() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.lanes)
+}
+
+// Pop hands out the oldest item of the tenant whose turn it is and, with a
+// limit, counts it in process until Done; that tenant goes to the end of the turns if it
+// has more and is still below the limit. Pop must not be called when Len
+// is 0 (the workqueue checks it first).
 func (q *Queue[T]) Pop() T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	t := q.turns.pop()
 	l := q.lanes[t]
-	item := l.pop()
-	q.n--
-	if l.len() == 0 {
+	l.inTurns = false
+	item := l.items.pop()
+	q.waiting--
+	q.ready--
+	if q.limit > 0 {
+		l.processing++
+	}
+	switch {
+	case q.atLimit(l):
+		q.ready -= l.items.len()
+	case l.items.len() > 0:
+		q.takeTurn(t, l)
+	case l.processing == 0:
 		delete(q.lanes, t)
-	} else {
-		q.turns.push(t)
 	}
 	return item
+}
+
+// Done ends the processing of an item that Pop handed out; its tenant's
+// waiting items become ready again when it was at the limit. Done of an
+// item that is not in process is ignored.
+func (q *Queue[T]) Done(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t := q.tenant(item)
+	l, ok := q.lanes[t]
+	if !ok || l.processing == 0 {
+		return
+	}
+	wasAtLimit := q.atLimit(l)
+	l.processing--
+	if wasAtLimit && l.items.len() > 0 {
+		q.ready += l.items.len()
+		q.takeTurn(t, l)
+	}
+	if l.processing == 0 && l.items.len() == 0 {
+		delete(q.lanes, t)
+	}
+}
+
+func (q *Queue[T]) atLimit(l *lane[T]) bool {
+	return q.limit > 0 && l.processing >= q.limit
+}
+
+// takeTurn puts tenant t at the end of the turns unless it is in them.
+func (q *Queue[T]) takeTurn(t string, l *lane[T]) {
+	if !l.inTurns {
+		l.inTurns = true
+		q.turns.push(t)
+	}
 }
 
 // fifo is a slice queue that reuses its array: popped slots are cleared
@@ -96,3 +188,38 @@ func (f *fifo[T]) pop() T {
 	}
 	return v
 }
+
+// RateLimiting is client-go's rate-limiting queue over a fair Queue that
+// learns when each item is done.
+type RateLimiting[T comparable] struct {
+	workqueue.TypedRateLimitingInterface[T]
+	store *Queue[T]
+}
+
+// NewRateLimiting returns client-go's rate-limiting queue (de-duplication,
+// processing set, delayed and rate-limited retries, metrics under name)
+// over a Queue of New(tenant, limit).
+func NewRateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T], tenant func(T) string, limit int) *RateLimiting[T] {
+	store := New(tenant, limit)
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{Name: name, Queue: store})
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{Name: name, Queue: q})
+	return &RateLimiting[T]{
+		TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[T]{Name: name, DelayingQueue: delaying}),
+		store:                      store,
+	}
+}
+
+// Done tells the store first, so that the tenant's next item is ready
+// before the workqueue hands out more: the worker that calls Done calls Get
+// next and takes it if no other worker did. (The workqueue wakes a waiting
+// worker only on an Add, or on a Done of a re-added item; a tenant leaving
+// the limit wakes none, so a waiting worker may sleep while the returning
+// one takes the item.)
+func (q *RateLimiting[T]) Done(item T) {
+	q.store.Done(item)
+	q.TypedRateLimitingInterface.Done(item)
+}
+
+// Waiting is the number of items waiting, including those of tenants at
+// the limit (Len counts only the items a worker may take now).
+func (q *RateLimiting[T]) Waiting() int { return q.store.Waiting() }

@@ -347,11 +347,14 @@ func New(opts Options) (*Controller, error) {
 	c.r = r
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
 		Reconciler:              r,
-		MaxConcurrentReconciles: opts.Workers,
+		// One worker more than a workspace may hold (the queue's limit):
+		// while one workspace has a backlog, the others' objects do not wait
+		// for one of its passes to end.
+		MaxConcurrentReconciles: opts.Workers + 1,
 		// Every PublishedResource has its own controller with the shared name.
 		SkipNameValidation: ptr(true),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
-			q := newTimedQueue(newFairQueue(name, rl), time.Now)
+			q := newTimedQueue(newFairQueue(name, rl, opts.Workers), time.Now)
 			r.streakMu.Lock()
 			r.queue = q
 			r.streakMu.Unlock()
@@ -383,13 +386,12 @@ func ptr[T any](v T) *T { return &v }
 
 // newFairQueue is client-go's rate-limiting queue (de-duplication,
 // processing set, delayed and rate-limited retries, metrics under name)
-// over a store that takes the workspaces in turn: a workspace with a
-// backlog delays another's next object by one pass per busy workspace.
-func newFairQueue(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
-	store := fairqueue.New(func(r mcreconcile.Request) string { return r.ClusterName })
-	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[mcreconcile.Request]{Name: name, Queue: store})
-	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[mcreconcile.Request]{Name: name, Queue: q})
-	return workqueue.NewTypedRateLimitingQueueWithConfig(rl, workqueue.TypedRateLimitingQueueConfig[mcreconcile.Request]{Name: name, DelayingQueue: delaying})
+// over a store that takes the workspaces in turn and hands out at most
+// perWorkspace passes of one workspace at a time: a workspace with a
+// backlog delays another's next object by one pass per busy workspace, and
+// with one worker more than perWorkspace it never holds them all.
+func newFairQueue(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request], perWorkspace int) *fairqueue.RateLimiting[mcreconcile.Request] {
+	return fairqueue.NewRateLimiting(name, rl, func(r mcreconcile.Request) string { return r.ClusterName }, perWorkspace)
 }
 
 func typed(gvk schema.GroupVersionKind) *unstructured.Unstructured {
@@ -789,7 +791,7 @@ func (c *Controller) gauges() metrics.ControllerGauges {
 		},
 		QueueDepth: func() float64 {
 			if q := queue(); q != nil {
-				return float64(q.Len())
+				return float64(q.depth())
 			}
 			return 0
 		},

@@ -172,7 +172,7 @@ func TestQueueIsFairPerWorkspace(t *testing.T) {
 	req := func(ws, name string) mcreconcile.Request {
 		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}}
 	}
-	q := newFairQueue("", workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](time.Millisecond, time.Second))
+	q := newFairQueue("", workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](time.Millisecond, time.Second), 4)
 	defer q.ShutDown()
 	for i := range 500 {
 		q.Add(req("noisy", fmt.Sprint(i)))
@@ -198,5 +198,30 @@ func TestQueueIsFairPerWorkspace(t *testing.T) {
 	}
 	if n := len(got); n != 502 || slices.Index(got, "retried/b") < 0 {
 		t.Fatalf("%d passes, the retry at %d; want 502 with the retry", n, slices.Index(got, "retried/b"))
+	}
+}
+
+// A workspace holds at most perWorkspace passes; the queue-depth gauge
+// still counts its waiting requests.
+func TestQueueLimitsAWorkspacesPasses(t *testing.T) {
+	req := func(ws, name string) mcreconcile.Request {
+		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}}
+	}
+	q := newTimedQueue(newFairQueue("", workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request](), 1), time.Now)
+	defer q.ShutDown()
+	for i := range 3 {
+		q.Add(req("noisy", fmt.Sprint(i)))
+	}
+	first, _ := q.Get()
+	if q.Len() != 0 || q.depth() != 2 {
+		t.Fatalf("with noisy/0 in process: Len %d and depth %d, want 0 and 2", q.Len(), q.depth())
+	}
+	q.Add(req("quiet", "a"))
+	if second, _ := q.Get(); second.ClusterName != "quiet" {
+		t.Fatalf("took %s/%s while noisy held its pass, want quiet/a", second.ClusterName, second.Name)
+	}
+	q.Done(first)
+	if q.Len() != 2 || q.depth() != 2 {
+		t.Fatalf("after noisy/0 was done: Len %d and depth %d, want 2 and 2", q.Len(), q.depth())
 	}
 }

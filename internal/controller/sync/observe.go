@@ -86,6 +86,15 @@ func (q *timedQueue) observed(item mcreconcile.Request) (time.Time, bool) {
 	return t, ok
 }
 
+// depth is the number of requests waiting, including those of workspaces
+// at the fair queue's limit (which the queue's Len leaves out).
+func (q *timedQueue) depth() int {
+	if w, ok := q.TypedRateLimitingInterface.(interface{ Waiting() int }); ok {
+		return w.Waiting()
+	}
+	return q.Len()
+}
+
 // oldestAge is how long the oldest timed request has waited, in seconds.
 func (q *timedQueue) oldestAge() float64 {
 	q.mu.Lock()
