@@ -346,7 +346,7 @@ func New(opts Options) (*Controller, error) {
 
 	c.r = r
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
-		Reconciler:              r,
+		Reconciler: r,
 		// One worker more than a workspace may hold (the queue's limit):
 		// while one workspace has a backlog, the others' objects do not wait
 		// for one of its passes to end.
