@@ -74,11 +74,16 @@ type config struct {
 	// ProfileSeconds > 0 captures a CPU profile of our agent for that long
 	// from the start of the create phase (--pprof-address).
 	ProfileSeconds int `json:"profileSeconds,omitempty"`
+	// KcpProfileSeconds > 0 does the same for kcp (--profiler-address):
+	// what kcp spends its CPU on while the agent syncs.
+	KcpProfileSeconds int `json:"kcpProfileSeconds,omitempty"`
 
 	MemoryScan  bool  `json:"memoryScan,omitempty"`
 	ScanObjects []int `json:"scanObjects,omitempty"`
 
 	out string
+	// kcpProfiler is kcp's --profiler-address (KcpProfileSeconds > 0).
+	kcpProfiler string
 }
 
 func envInt(name string, def int) int {
@@ -119,6 +124,7 @@ func main() {
 	flag.IntVar(&cfg.Count, "count", envInt("COUNT", 1), "repetitions per agent; runs alternate with the baseline ($COUNT)")
 	flag.StringVar(&cfg.Baseline, "baseline", os.Getenv("BASELINE_AGENT"), "absolute path of another agent binary to run the same scenario with ($BASELINE_AGENT)")
 	flag.IntVar(&cfg.ProfileSeconds, "cpu-profile", envInt("CPU_PROFILE", 0), "capture a CPU profile of our agent for this many seconds from the start of the create phase ($CPU_PROFILE; 0: off)")
+	flag.IntVar(&cfg.KcpProfileSeconds, "kcp-cpu-profile", envInt("KCP_CPU_PROFILE", 0), "capture a CPU profile of kcp for this many seconds from the start of the create phase, for every agent's run ($KCP_CPU_PROFILE; 0: off)")
 	flag.BoolVar(&cfg.MemoryScan, "memory-scan", envBool("MEMORY_SCAN", false), "measure the agent's memory after syncing 1k, 5k and 10k objects instead of the scenario ($MEMORY_SCAN)")
 	scan := flag.String("scan", envString("SCAN", "1000,5000,10000"), "object counts of -memory-scan, ascending ($SCAN)")
 	flag.StringVar(&cfg.out, "out", "", "JSON result file (default $ARTIFACTS/bench/result.json)")
@@ -214,7 +220,14 @@ func run(root *benchT, cfg *config) int {
 	root.Cleanup(func() { _ = os.RemoveAll(dir) })
 	started := time.Now()
 	logf("starting kcp (127.0.0.1 only, log in %s)", base)
-	k, err := framework.StartKcp(root.ctx, kcpBin, dir, base)
+	var kcpArgs []string
+	if cfg.KcpProfileSeconds > 0 {
+		port, err := framework.FreePort()
+		root.check(err)
+		cfg.kcpProfiler = fmt.Sprintf("127.0.0.1:%d", port)
+		kcpArgs = append(kcpArgs, "--profiler-address="+cfg.kcpProfiler)
+	}
+	k, err := framework.StartKcp(root.ctx, kcpBin, dir, base, kcpArgs...)
 	root.check(err)
 	root.Cleanup(k.Stop)
 	logf("kcp ready after %s", time.Since(started).Round(time.Second))

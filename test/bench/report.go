@@ -61,6 +61,7 @@ type runResult struct {
 	RSSAfterSyncMiB       float64            `json:"rssAfterSyncMiB"`
 	HeapInuseAfterSyncMiB float64            `json:"heapInuseAfterSyncMiB"`
 	CPUProfile            string             `json:"cpuProfile,omitempty"`
+	KcpCPUProfile         string             `json:"kcpCPUProfile,omitempty"`
 	// ProcessCPU is the CPU seconds of every process of the test bed by
 	// phase (from the phase's start until the agent settled, PhaseWallSeconds).
 	ProcessCPU       map[string]map[string]float64 `json:"processCPUSeconds"`

@@ -472,9 +472,12 @@ func (e *env) dumpAgentMetrics(phase string) {
 
 func (e *env) phaseCreate() {
 	svcBefore, kcpBefore := e.scrapeServer(e.svc.Config), e.scrapeServer(e.kcpMetricsConfig())
-	var profile chan struct{}
+	var profiles []chan struct{}
 	if e.au.Profile > 0 {
-		profile = e.captureProfile()
+		profiles = append(profiles, e.captureProfile("the agent", e.pprofAddress, e.au.Profile, "cpu.pprof", &e.res.CPUProfile))
+	}
+	if e.cfg.KcpProfileSeconds > 0 {
+		profiles = append(profiles, e.captureProfile("kcp", e.cfg.kcpProfiler, e.cfg.KcpProfileSeconds, "kcp-cpu.pprof", &e.res.KcpCPUProfile))
 	}
 	e.measured("create", func() {
 		start, done, calls := e.parallel(e.cfg.Objects, func(ctx context.Context, i int) error {
@@ -495,8 +498,8 @@ func (e *env) phaseCreate() {
 	mem := procMemory(e.agent.Pid())
 	e.res.RSSAfterSyncMiB = mem.RSS
 	e.res.HeapInuseAfterSyncMiB = e.scrapeAgent().sum("go_memstats_heap_inuse_bytes", nil) / (1 << 20)
-	if profile != nil {
-		<-profile
+	for _, p := range profiles {
+		<-p
 	}
 }
 
@@ -658,27 +661,28 @@ func (e *env) phaseRestart() {
 	}
 }
 
-// captureProfile fetches a CPU profile of the agent in the background; the
-// returned channel is closed when it is written.
-func (e *env) captureProfile() chan struct{} {
+// captureProfile fetches a CPU profile of seconds from who's pprof
+// endpoint at address in the background into file (its path into *path);
+// the returned channel is closed when it is written.
+func (e *env) captureProfile(who, address string, seconds int, file string, path *string) chan struct{} {
 	done := make(chan struct{})
-	path := filepath.Join(e.dir, "cpu.pprof")
+	out := filepath.Join(e.dir, file)
 	go func() {
 		defer close(done)
-		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", e.pprofAddress, e.au.Profile)
-		code, body, err := getLong(e.t.Context(), url, time.Duration(e.au.Profile+30)*time.Second)
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", address, seconds)
+		code, body, err := getLong(e.t.Context(), url, time.Duration(seconds+30)*time.Second)
 		if err == nil && code != 200 {
 			err = fmt.Errorf("status %d", code)
 		}
 		if err == nil {
-			err = os.WriteFile(path, body, 0o644)
+			err = os.WriteFile(out, body, 0o644)
 		}
 		if err != nil {
-			logf("CPU profile failed: %v", err)
+			logf("CPU profile of %s failed: %v", who, err)
 			return
 		}
-		e.res.CPUProfile = path
-		logf("CPU profile of the create phase written to %s", path)
+		*path = out
+		logf("CPU profile of %s in the create phase written to %s", who, out)
 	}()
 	return done
 }

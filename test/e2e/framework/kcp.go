@@ -47,9 +47,10 @@ type Kcp struct {
 	shardURLs map[string]string
 }
 
-// StartKcp starts kcp with its state in dir and its log in logDir. Every
-// listener (API, embedded etcd client and peer) is bound to 127.0.0.1.
-func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
+// StartKcp starts kcp with its state in dir and its log in logDir, and
+// extraArgs after its own flags. Every listener (API, embedded etcd client
+// and peer) is bound to 127.0.0.1.
+func StartKcp(ctx context.Context, bin, dir, logDir string, extraArgs ...string) (*Kcp, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -84,6 +85,7 @@ func StartKcp(ctx context.Context, bin, dir, logDir string) (*Kcp, error) {
 		fmt.Sprintf("--embedded-etcd-peer-port=%d", etcdPeer),
 		"--token-auth-file=" + tokens,
 	}
+	args = append(args, extraArgs...)
 	proc, err := StartProcess("kcp", bin, filepath.Join(logDir, "kcp.log"), args, nil)
 	if err != nil {
 		return nil, err
