@@ -9,8 +9,8 @@
 // once), its processing set (an item is never handed to two workers), its
 // metrics and, wrapped by the delaying and rate-limiting queues, retries
 // with backoff. The workqueue does not tell its store when an item is
-// done: NewRateLimiting builds the whole stack and reports Done to the
-// store, which is what the limit needs.
+// done, so a limit per tenant is only offered by NewRateLimiting, which
+// builds the whole stack and reports Done to the store.
 package fairqueue
 
 import (
@@ -29,6 +29,8 @@ type Queue[T comparable] struct {
 	limit int
 
 	mu sync.Mutex
+	// inProcess: the items handed out and not done yet (limit > 0).
+	inProcess map[T]struct{}
 	// lanes holds each tenant that has waiting items or items in process.
 	lanes map[string]*lane[T]
 	// turns are the tenants whose next item may be handed out (it has
@@ -49,11 +51,16 @@ type lane[T any] struct {
 
 var _ workqueue.Queue[int] = &Queue[int]{}
 
-// New returns an empty queue that groups items by tenant(item) and hands
-// out at most limit items of one tenant until they are Done (limit 0: no
-// limit).
-func New[T comparable](tenant func(T) string, limit int) *Queue[T] {
-	return &Queue[T]{tenant: tenant, limit: max(limit, 0), lanes: map[string]*lane[T]{}}
+// New returns an empty queue that groups items by tenant(item), without a
+// limit: the store to put under workqueue.Typed.
+func New[T comparable](tenant func(T) string) *Queue[T] {
+	return newQueue(tenant, 0)
+}
+
+// newQueue returns an empty queue that hands out at most limit items of one
+// tenant until they are Done (limit 0: no limit).
+func newQueue[T comparable](tenant func(T) string, limit int) *Queue[T] {
+	return &Queue[T]{tenant: tenant, limit: max(limit, 0), lanes: map[string]*lane[T]{}, inProcess: map[T]struct{}{}}
 }
 
 // Touch is called when a waiting item is added again; its place is kept.
@@ -78,8 +85,9 @@ func (q *Queue[T]) Push(item T) {
 	}
 }
 
-// Len is the number of items that Pop can hand out now: the waiting items
-// of the tenants below the limit. The workqueue's Get waits while it is 0.
+// Len is the number of waiting items of the tenants below the limit: 0
+// when Pop has nothing to hand out (the workqueue's Get waits then), else
+// Pop hands out at least one of them.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -116,6 +124,7 @@ func (q *Queue[T]) Pop() T {
 	q.ready--
 	if q.limit > 0 {
 		l.processing++
+		q.inProcess[item] = struct{}{}
 	}
 	switch {
 	case q.atLimit(l):
@@ -130,15 +139,17 @@ func (q *Queue[T]) Pop() T {
 
 // Done ends the processing of an item that Pop handed out; its tenant's
 // waiting items become ready again when it was at the limit. Done of an
-// item that is not in process is ignored.
+// item that is not in process (never handed out, done already, or any item
+// without a limit) is ignored.
 func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	t := q.tenant(item)
-	l, ok := q.lanes[t]
-	if !ok || l.processing == 0 {
+	if _, ok := q.inProcess[item]; !ok {
 		return
 	}
+	delete(q.inProcess, item)
+	t := q.tenant(item)
+	l := q.lanes[t]
 	wasAtLimit := q.atLimit(l)
 	l.processing--
 	if wasAtLimit && l.items.len() > 0 {
@@ -200,7 +211,7 @@ type RateLimiting[T comparable] struct {
 // processing set, delayed and rate-limited retries, metrics under name)
 // over a Queue of New(tenant, limit).
 func NewRateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T], tenant func(T) string, limit int) *RateLimiting[T] {
-	store := New(tenant, limit)
+	store := newQueue(tenant, limit)
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{Name: name, Queue: store})
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[T]{Name: name, Queue: q})
 	return &RateLimiting[T]{
@@ -209,12 +220,14 @@ func NewRateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T]
 	}
 }
 
-// Done tells the store first, so that the tenant's next item is ready
-// before the workqueue hands out more: the worker that calls Done calls Get
-// next and takes it if no other worker did. (The workqueue wakes a waiting
-// worker only on an Add, or on a Done of a re-added item; a tenant leaving
-// the limit wakes none, so a waiting worker may sleep while the returning
-// one takes the item.)
+// Done tells the store first, then the workqueue (which puts a re-added
+// item back into the store). The caller must call Get after Done, as
+// controller-runtime's workers do: the workqueue wakes a waiting worker on
+// an Add, on a Done of a re-added item and when nothing is left in
+// process, but not when a tenant drops below the limit, so that tenant's
+// next item is taken by the worker that returns from Done (or by another
+// that wakes for its own reason). A Done from a goroutine that then stops
+// can leave a ready item while every worker sleeps.
 func (q *RateLimiting[T]) Done(item T) {
 	q.store.Done(item)
 	q.TypedRateLimitingInterface.Done(item)

@@ -54,7 +54,7 @@ func TestQueueOrder(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := New(tenantOf, 0)
+			q := New(tenantOf)
 			want := 0
 			for i, s := range tc.steps {
 				if s.push != "" {
@@ -137,6 +137,7 @@ func TestQueueLimit(t *testing.T) {
 			{push: "a/2", ready: 2, waiting: 2},
 			{done: "a/1", ready: 2, waiting: 2},
 			{pop: "a/1", ready: 0, waiting: 1},
+			{done: "a/2", ready: 0, waiting: 1},
 			{done: "b/1", ready: 0, waiting: 1},
 			{done: "a/1", ready: 1, waiting: 1},
 			{done: "a/1", ready: 1, waiting: 1},
@@ -152,7 +153,7 @@ func TestQueueLimit(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := New(tenantOf, tc.limit)
+			q := newQueue(tenantOf, tc.limit)
 			for i, s := range tc.steps {
 				switch {
 				case s.push != "":
@@ -258,7 +259,7 @@ func TestRateLimitingKeepsTheLimit(t *testing.T) {
 // The lane's array is reused and compacted: a long-lived tenant with a
 // steady trickle does not grow it without bound.
 func TestLaneIsCompacted(t *testing.T) {
-	q := New(tenantOf, 0)
+	q := New(tenantOf)
 	for i := range 10 {
 		q.Push(fmt.Sprintf("a/%d", i))
 	}
@@ -277,7 +278,7 @@ func TestLaneIsCompacted(t *testing.T) {
 // kept, and a quiet tenant's item is handed out second although a noisy
 // tenant has a backlog.
 func TestUnderTheWorkqueue(t *testing.T) {
-	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Queue: New(tenantOf, 0)})
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Queue: New(tenantOf)})
 	defer q.ShutDown()
 	for i := range 1000 {
 		q.Add(fmt.Sprintf("noisy/%d", i))
@@ -312,7 +313,7 @@ func TestUnderTheWorkqueue(t *testing.T) {
 }
 
 func BenchmarkPushPop(b *testing.B) {
-	q := New(tenantOf, 0)
+	q := New(tenantOf)
 	items := make([]string, 1000)
 	for i := range items {
 		items[i] = fmt.Sprintf("ws%d/%d", i%10, i)

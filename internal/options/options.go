@@ -52,7 +52,8 @@ const (
 	DefaultBurst = 400
 
 	// DefaultSyncWorkers is the reference's number of concurrent reconciles
-	// of each PublishedResource's sync controller.
+	// of each PublishedResource's sync controller; ours are per workspace
+	// (the controller runs one worker more).
 	DefaultSyncWorkers = 4
 )
 
@@ -120,8 +121,9 @@ type Options struct {
 	// informers no sync controller uses before it is remade (0: kept).
 	UnusedKcpInformerTimeout time.Duration
 
-	// SyncWorkers is the number of concurrent reconciles of each sync
-	// controller; EventLevel is EventLevelNormal or EventLevelWarning.
+	// SyncWorkers is the number of concurrent reconciles of one
+	// workspace's objects in each sync controller (which runs one worker
+	// more); EventLevel is EventLevelNormal or EventLevelWarning.
 	SyncWorkers int
 	EventLevel  string
 

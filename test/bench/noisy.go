@@ -99,12 +99,13 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 					}
 					t0 := time.Now()
 					_, err := e.kcpDyn[w].Resource(kcpGVR).Namespace(kcpNamespace).Create(t.Context(), newThing(kcpGVR, kcpNamespace, quietName(i)), metav1.CreateOptions{})
+					call := time.Since(t0)
 					if err != nil {
 						logf("[%s] quiet create in workspace %d failed: %v", name, w, err)
 						return
 					}
 					mu.Lock()
-					quiets = append(quiets, quietCall{key: e.consumers[w].ClusterName + "/" + quietName(i), started: t0, call: time.Since(t0)})
+					quiets = append(quiets, quietCall{key: e.consumers[w].ClusterName + "/" + quietName(i), started: t0, call: call})
 					mu.Unlock()
 				}
 			}()

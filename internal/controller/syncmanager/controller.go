@@ -114,7 +114,8 @@ type Options struct {
 	// UnusedKcpInformerTimeout: see unusedInformers (0: never remade).
 	UnusedKcpInformerTimeout time.Duration
 	// SyncWorkers is each sync controller's number of concurrent
-	// reconciles (0: the sync controller's default).
+	// reconciles of one workspace's objects; it runs one worker more (0:
+	// the sync controller's default).
 	SyncWorkers int
 	// KcpWarningEventsOnly records only Warning Events on kcp objects.
 	KcpWarningEventsOnly bool
