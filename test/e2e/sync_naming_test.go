@@ -128,6 +128,39 @@ func TestSyncCollision(t *testing.T) {
 	})
 }
 
+// TestSyncEventLevelWarning: with --event-level=warning a consumer sees the
+// agent's Warning Events on kcp objects and none of its Normal ones. The
+// collision of TestSyncCollision gives the second object a Warning
+// (ObjectConflict) after its Normal ObjectAccepted would have been
+// recorded; one workspace's Events are written in order, so the Warning's
+// arrival proves the Normal one was dropped, not late.
+func TestSyncEventLevelWarning(t *testing.T) {
+	t.Parallel()
+	f, ws, _ := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
+		[]*syncagentv1alpha1.PublishedResource{thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+			s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "fixed", Namespace: "shared"}
+		})}, 2, "--event-level=warning")
+	ctx := t.Context()
+
+	framework.Must(t, ws[0].Client.Create(ctx, newObject(kcpThing, "default", "first", map[string]any{"color": "first"})), "create first")
+	waitLocal(t, f.Service.Client, localThing, "shared", "fixed")
+	framework.Must(t, ws[1].Client.Create(ctx, newObject(kcpThing, "default", "second", map[string]any{"color": "second"})), "create second")
+	framework.WaitFor(t, syncTimeout, "ObjectConflict in the second workspace", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, ws[1], "default", "second")["ObjectConflict"], nil
+	})
+	for _, c := range []struct {
+		ws   *framework.Workspace
+		name string
+	}{{ws[1], "second"}, {ws[0], "first"}} {
+		reasons := namespacedEventReasons(ctx, c.ws, "default", c.name)
+		for _, normal := range []string{"ObjectAccepted", "ObjectPlaced"} {
+			if reasons[normal] {
+				t.Errorf("Normal Event %s on %s with --event-level=warning (reasons: %v)", normal, c.name, reasons)
+			}
+		}
+	}
+}
+
 // namespacedEventReasons returns the reasons of Events about an object in a
 // kcp workspace.
 func namespacedEventReasons(ctx context.Context, ws *framework.Workspace, namespace, name string) map[string]bool {
