@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 const (
 	labelRemoteCluster   = "syncagent.kcp.io/remote-object-cluster"
 	annotationRemoteName = "syncagent.kcp.io/remote-object-name"
+	// cleanupFinalizer is the agents' finalizer on kcp objects: its
+	// arrival is the agent's first write for a new object.
+	cleanupFinalizer = "syncagent.kcp.io/cleanup"
 )
 
 // recorder watches both sides with informers and records, per kcp object
@@ -32,8 +36,10 @@ type recorder struct {
 	localObj   map[string]*unstructured.Unstructured
 	// secretAdded is keyed by "<namespace>/<name>" of the Secret.
 	secretAdded map[string]time.Time
-	// kcp side.
-	kcpStatus map[string]time.Time
+	// kcp side: the bench's own watch of each consumer workspace.
+	kcpSeen     map[string]time.Time
+	kcpAccepted map[string]time.Time
+	kcpStatus   map[string]time.Time
 	kcpGone   map[string]time.Time
 	kcpObj    map[string]*unstructured.Unstructured
 }
@@ -43,7 +49,7 @@ func newRecorder(e *env) *recorder {
 		related:    e.cfg.Related,
 		localAdded: map[string]time.Time{}, localRed: map[string]time.Time{}, localGone: map[string]time.Time{},
 		localObj: map[string]*unstructured.Unstructured{}, secretAdded: map[string]time.Time{},
-		kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
+		kcpSeen: map[string]time.Time{}, kcpAccepted: map[string]time.Time{}, kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
 	}
 	stop := make(chan struct{})
 	e.t.Cleanup(func() { close(stop) })
@@ -149,6 +155,10 @@ func (r *recorder) onRemote(cluster string, u *unstructured.Unstructured) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.kcpObj[key] = u
+	first(r.kcpSeen, key, now)
+	if slices.Contains(u.GetFinalizers(), cleanupFinalizer) {
+		first(r.kcpAccepted, key, now)
+	}
 	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Ready" {
 		first(r.kcpStatus, key, now)
 	}
