@@ -40,8 +40,8 @@ type recorder struct {
 	kcpSeen     map[string]time.Time
 	kcpAccepted map[string]time.Time
 	kcpStatus   map[string]time.Time
-	kcpGone   map[string]time.Time
-	kcpObj    map[string]*unstructured.Unstructured
+	kcpGone     map[string]time.Time
+	kcpObj      map[string]*unstructured.Unstructured
 }
 
 func newRecorder(e *env) *recorder {
