@@ -110,9 +110,9 @@ func (q *Queue[T]) Tenants() int {
 }
 
 // Pop hands out the oldest item of the tenant whose turn it is and, with a
-// limit, counts it in process until Done; that tenant goes to the end of the turns if it
-// has more and is still below the limit. Pop must not be called when Len
-// is 0 (the workqueue checks it first).
+// limit, counts it in process until Done; that tenant goes to the end of
+// the turns if it has more and is still below the limit. Pop must not be
+// called when Len is 0 (the workqueue checks it first).
 func (q *Queue[T]) Pop() T {
 	q.mu.Lock()
 	defer q.mu.Unlock()
