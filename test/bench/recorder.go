@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
 
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
@@ -20,6 +25,8 @@ const (
 	// cleanupFinalizer is the agents' finalizer on kcp objects: its
 	// arrival is the agent's first write for a new object.
 	cleanupFinalizer = "syncagent.kcp.io/cleanup"
+	// annotationCluster names an object's workspace in a wildcard list.
+	annotationCluster = "kcp.io/cluster"
 )
 
 // recorder watches both sides with informers and records, per kcp object
@@ -36,8 +43,11 @@ type recorder struct {
 	localObj   map[string]*unstructured.Unstructured
 	// secretAdded is keyed by "<namespace>/<name>" of the Secret.
 	secretAdded map[string]time.Time
-	// kcp side: the bench's own watch of each consumer workspace.
+	// kcp side: the bench's own watch of each consumer workspace, and
+	// vwSeen through the export's virtual workspace (the agent's view;
+	// watchVirtualWorkspace).
 	kcpSeen     map[string]time.Time
+	vwSeen      map[string]time.Time
 	kcpAccepted map[string]time.Time
 	kcpStatus   map[string]time.Time
 	kcpGone     map[string]time.Time
@@ -49,7 +59,7 @@ func newRecorder(e *env) *recorder {
 		related:    e.cfg.Related,
 		localAdded: map[string]time.Time{}, localRed: map[string]time.Time{}, localGone: map[string]time.Time{},
 		localObj: map[string]*unstructured.Unstructured{}, secretAdded: map[string]time.Time{},
-		kcpSeen: map[string]time.Time{}, kcpAccepted: map[string]time.Time{}, kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
+		kcpSeen: map[string]time.Time{}, vwSeen: map[string]time.Time{}, kcpAccepted: map[string]time.Time{}, kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
 	}
 	stop := make(chan struct{})
 	e.t.Cleanup(func() { close(stop) })
@@ -81,6 +91,38 @@ func newRecorder(e *env) *recorder {
 		}
 	}
 	return r
+}
+
+// watchVirtualWorkspace records when a watch of every workspace's objects
+// through the export's virtual workspace, with the agent's identity, sees
+// each object: when kcp delivers it to the agent.
+func (r *recorder) watchVirtualWorkspace(e *env) {
+	t := e.t
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	framework.WaitFor(t, setupTimeout, "the endpoint slice's URL", func(ctx context.Context) (bool, error) {
+		err := e.org.Client.Get(ctx, types.NamespacedName{Name: exportName}, slice)
+		return err == nil && len(slice.Status.APIExportEndpoints) > 0, ctrlruntimeclient.IgnoreNotFound(err)
+	})
+	cfg := restConfig(e.k.AgentConfig(e.org.Path))
+	cfg.Host = slice.Status.APIExportEndpoints[0].URL + "/clusters/*"
+	dyn, err := dynamic.NewForConfig(cfg)
+	t.check(err)
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	r.handle(f.ForResource(kcpGVR).Informer(), func(u *unstructured.Unstructured) {
+		now := time.Now()
+		key := u.GetAnnotations()[annotationCluster] + "/" + u.GetName()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		first(r.vwSeen, key, now)
+	}, func(*unstructured.Unstructured) {})
+	f.Start(stop)
+	for gvr, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			t.Fatalf("the virtual workspace informer for %s did not sync", gvr)
+		}
+	}
 }
 
 func (r *recorder) handle(inf cache.SharedIndexInformer, upsert, gone func(*unstructured.Unstructured)) {
