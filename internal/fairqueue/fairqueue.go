@@ -209,7 +209,8 @@ type RateLimiting[T comparable] struct {
 
 // NewRateLimiting returns client-go's rate-limiting queue (de-duplication,
 // processing set, delayed and rate-limited retries, metrics under name)
-// over a Queue of New(tenant, limit).
+// over a Queue that groups items by tenant(item) and hands out at most
+// limit items of one tenant until they are Done (limit 0: no limit).
 func NewRateLimiting[T comparable](name string, rl workqueue.TypedRateLimiter[T], tenant func(T) string, limit int) *RateLimiting[T] {
 	store := newQueue(tenant, limit)
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[T]{Name: name, Queue: store})

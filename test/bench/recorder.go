@@ -34,6 +34,8 @@ const (
 // take a timestamp and store it, so the informers never lag behind.
 type recorder struct {
 	related bool
+	// stop ends the recorder's informers (at the run's cleanup).
+	stop chan struct{}
 
 	mu sync.Mutex
 	// Service side.
@@ -60,8 +62,9 @@ func newRecorder(e *env) *recorder {
 		localAdded: map[string]time.Time{}, localRed: map[string]time.Time{}, localGone: map[string]time.Time{},
 		localObj: map[string]*unstructured.Unstructured{}, secretAdded: map[string]time.Time{},
 		kcpSeen: map[string]time.Time{}, vwSeen: map[string]time.Time{}, kcpAccepted: map[string]time.Time{}, kcpStatus: map[string]time.Time{}, kcpGone: map[string]time.Time{}, kcpObj: map[string]*unstructured.Unstructured{},
+		stop: make(chan struct{}),
 	}
-	stop := make(chan struct{})
+	stop := r.stop
 	e.t.Cleanup(func() { close(stop) })
 
 	svc := dynamicinformer.NewDynamicSharedInformerFactory(e.svcDyn, 0)
@@ -83,14 +86,20 @@ func newRecorder(e *env) *recorder {
 		f.Start(stop)
 		factories = append(factories, f)
 	}
+	r.waitSynced(e.t, factories...)
+	return r
+}
+
+// waitSynced waits until every informer of the started factories has
+// synced.
+func (r *recorder) waitSynced(t *benchT, factories ...dynamicinformer.DynamicSharedInformerFactory) {
 	for _, f := range factories {
-		for gvr, ok := range f.WaitForCacheSync(stop) {
+		for gvr, ok := range f.WaitForCacheSync(r.stop) {
 			if !ok {
-				e.t.Fatalf("the informer for %s did not sync", gvr)
+				t.Fatalf("the informer for %s did not sync", gvr)
 			}
 		}
 	}
-	return r
 }
 
 // watchVirtualWorkspace records when a watch of every workspace's objects
@@ -107,8 +116,6 @@ func (r *recorder) watchVirtualWorkspace(e *env) {
 	cfg.Host = slice.Status.APIExportEndpoints[0].URL + "/clusters/*"
 	dyn, err := dynamic.NewForConfig(cfg)
 	t.check(err)
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
 	f := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
 	r.handle(f.ForResource(kcpGVR).Informer(), func(u *unstructured.Unstructured) {
 		now := time.Now()
@@ -117,12 +124,8 @@ func (r *recorder) watchVirtualWorkspace(e *env) {
 		defer r.mu.Unlock()
 		first(r.vwSeen, key, now)
 	}, func(*unstructured.Unstructured) {})
-	f.Start(stop)
-	for gvr, ok := range f.WaitForCacheSync(stop) {
-		if !ok {
-			t.Fatalf("the virtual workspace informer for %s did not sync", gvr)
-		}
-	}
+	f.Start(r.stop)
+	r.waitSynced(t, f)
 }
 
 func (r *recorder) handle(inf cache.SharedIndexInformer, upsert, gone func(*unstructured.Unstructured)) {
