@@ -26,7 +26,7 @@ FUZZTIME     ?= 5s
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz`.
 FUZZ_TARGETS := ./internal/sync/naming:FuzzDefaultNames ./internal/sync/naming:FuzzNamingPatterns \
 	./internal/mutation:FuzzApply ./internal/projection:FuzzProject ./internal/sync/state:FuzzDecode
-UNIT_PKGS    := ./cmd/... ./internal/... ./hack/apidocs/... ./test/chart/... ./test/invariant/...
+UNIT_PKGS    := ./cmd/... ./internal/... ./hack/apidocs/... ./test/bench/... ./test/chart/... ./test/invariant/...
 
 BUILD_TOOL := hack/build-tool.sh
 

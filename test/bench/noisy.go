@@ -49,6 +49,18 @@ type noisyResult struct {
 	QuietDelivered *phaseResult `json:"quietDelivered"`
 	QuietAccepted  *phaseResult `json:"quietAccepted"`
 	QuietPlaced    *phaseResult `json:"quietPlaced"`
+	// From our agent's pass traces (nil for an agent without them), the
+	// span from the bench's virtual-workspace watch until the finalizer is
+	// seen split further: until the agent's queue got the event
+	// (QuietEnqueued), then until a worker took it (QuietQueued), then until
+	// the pass started its finalizer PATCH (QuietBeforePatch), the PATCH
+	// (QuietPatch), and from its end until the bench's watch of the
+	// workspace saw the finalizer (QuietPatchSeen).
+	QuietEnqueued    *phaseResult `json:"quietEnqueued,omitempty"`
+	QuietQueued      *phaseResult `json:"quietQueued,omitempty"`
+	QuietBeforePatch *phaseResult `json:"quietBeforePatch,omitempty"`
+	QuietPatch       *phaseResult `json:"quietPatch,omitempty"`
+	QuietPatchSeen   *phaseResult `json:"quietPatchSeen,omitempty"`
 	// NoisyCalls: the bench's create calls into kcp for the noisy workspace.
 	NoisyCalls *phaseResult `json:"noisyCalls"`
 	// QuietDuringBacklog counts the quiet objects created before the
@@ -170,7 +182,10 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	})
 	// The figure is about the quiet objects created while the backlog
 	// drained; those created after it are reported apart.
+	traces, err := readPassTraces(e.agent.LogPath)
+	t.check(err)
 	var during, duringCalls, seen, delivered, accepted, placed, after []float64
+	var enqueued, queued, beforePatch, patch, patchSeen []float64
 	var afterStart, afterEnd time.Time
 	for i, q := range calledQuiet {
 		lat := ms(synced[i].Sub(q.started))
@@ -187,6 +202,15 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 			delivered = append(delivered, max(0, ms(v.Sub(q.started))))
 			accepted = append(accepted, max(0, ms(a.Sub(v))))
 			placed = append(placed, max(0, ms(synced[i].Sub(a))))
+			if tr, ok := traces[q.key]; ok {
+				// Clocks are the machine's; a step may show a little
+				// below zero where two watches race.
+				enqueued = append(enqueued, ms(tr.event.Sub(v)))
+				queued = append(queued, ms(tr.start.Sub(tr.event)))
+				beforePatch = append(beforePatch, ms(tr.patchAt.Sub(tr.start)))
+				patch = append(patch, ms(tr.patchEnded.Sub(tr.patchAt)))
+				patchSeen = append(patchSeen, ms(a.Sub(tr.patchEnded)))
+			}
 			continue
 		}
 		after = append(after, lat)
@@ -205,6 +229,17 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	res.QuietDelivered = distribution(calledQuiet[0].started, backlogEnd, delivered)
 	res.QuietAccepted = distribution(calledQuiet[0].started, backlogEnd, accepted)
 	res.QuietPlaced = distribution(calledQuiet[0].started, backlogEnd, placed)
+	switch len(enqueued) {
+	case 0: // an agent without pass traces
+	case len(during):
+		res.QuietEnqueued = distribution(calledQuiet[0].started, backlogEnd, enqueued)
+		res.QuietQueued = distribution(calledQuiet[0].started, backlogEnd, queued)
+		res.QuietBeforePatch = distribution(calledQuiet[0].started, backlogEnd, beforePatch)
+		res.QuietPatch = distribution(calledQuiet[0].started, backlogEnd, patch)
+		res.QuietPatchSeen = distribution(calledQuiet[0].started, backlogEnd, patchSeen)
+	default:
+		t.Fatalf("the agent's log %s traces the finalizer pass of %d of the %d quiet objects", e.agent.LogPath, len(enqueued), len(during))
+	}
 	if len(after) > 0 {
 		res.QuietAfterBacklog = distribution(afterStart, afterEnd, after)
 	}
@@ -237,6 +272,22 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s / %s\t%s / %s\t%s / %s\t%s / %s\n", r.Agent, r.Rep, num(r.QuietSeen.P50Ms), num(r.QuietSeen.P99Ms),
 			num(r.QuietDelivered.P50Ms), num(r.QuietDelivered.P99Ms),
 			num(r.QuietAccepted.P50Ms), num(r.QuietAccepted.P99Ms), num(r.QuietPlaced.P50Ms), num(r.QuietPlaced.P99Ms))
+	}
+	_ = tw.Flush()
+	if !slices.ContainsFunc(runs, func(r *noisyResult) bool { return r.QuietEnqueued != nil }) {
+		return
+	}
+	_, _ = fmt.Fprintln(w, "\n→ finalizer split by the agent's pass traces (p50 / p99 ms): until the agent's queue has the event; then until a worker takes it; then until the pass starts the finalizer PATCH; the PATCH; from its end until the workspace's watch sees the finalizer")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "agent\trep\t→ queue\t→ worker\t→ PATCH\tPATCH\t→ seen")
+	for _, r := range runs {
+		if r.QuietEnqueued == nil {
+			continue
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s / %s\t%s / %s\t%s / %s\t%s / %s\t%s / %s\n", r.Agent, r.Rep,
+			num(r.QuietEnqueued.P50Ms), num(r.QuietEnqueued.P99Ms), num(r.QuietQueued.P50Ms), num(r.QuietQueued.P99Ms),
+			num(r.QuietBeforePatch.P50Ms), num(r.QuietBeforePatch.P99Ms), num(r.QuietPatch.P50Ms), num(r.QuietPatch.P99Ms),
+			num(r.QuietPatchSeen.P50Ms), num(r.QuietPatchSeen.P99Ms))
 	}
 	_ = tw.Flush()
 }

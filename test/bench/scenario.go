@@ -233,6 +233,12 @@ func (e *env) startAgent() {
 		"--metrics-address=" + metrics,
 		"--log-format=Console",
 	}
+	if e.cfg.Scenario == scenarioNoisy {
+		// Our agent then traces each pass (its queue wait, its writes),
+		// which splits the quiet objects' latency; every agent gets the
+		// flag, so the runs compare alike.
+		args = append(args, "--log-debug")
+	}
 	if e.au.Label == labelOurs {
 		if e.cfg.EventLevel != "" {
 			args = append(args, "--event-level="+e.cfg.EventLevel)

@@ -27,6 +27,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -477,8 +478,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	if r.queue != nil {
 		observed, timed = r.queue.observed(req)
 	}
-	p := &pass{observed: observed}
+	p := &pass{observed: observed, start: time.Now()}
 	res, err := r.reconcile(ctx, req, p)
+	p.trace(ctx, res, err)
 	if err != nil && !lifecycle.Quiet(ctx, err) {
 		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
 		// A failed pass says nothing about waiting any more.
@@ -492,12 +494,39 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	return lifecycle.Result(ctx, res, err)
 }
 
-// pass is what a reconcile pass knows for the metrics: when the event it
-// handles entered the queue (zero for a requeue), and whether its latency
-// was recorded.
+// pass is what a reconcile pass knows for the metrics and its trace: when
+// the event it handles entered the queue (zero for a requeue), when the
+// pass started, its writes (nil before the syncer ran), and whether its
+// latency was recorded.
 type pass struct {
-	observed time.Time
-	timed    bool
+	observed, start time.Time
+	ops             *passOps
+	timed           bool
+}
+
+// trace logs at debug level where a pass's time went: how long its event
+// waited in the queue, how long the pass took, and when each write started
+// and how long it took. An operator reads why an object was slow; the
+// benchmark splits a quiet workspace's latency with it.
+func (p *pass) trace(ctx context.Context, res reconcile.Result, err error) {
+	l := log.FromContext(ctx).V(1)
+	if !l.Enabled() {
+		return
+	}
+	kv := []any{"took", time.Since(p.start).Round(time.Microsecond).String()}
+	if !p.observed.IsZero() {
+		kv = append(kv, "queued", p.start.Sub(p.observed).Round(time.Microsecond).String(), "event", p.observed.UTC().Format(time.RFC3339Nano))
+	}
+	if p.ops != nil {
+		kv = append(kv, "writes", p.ops.String())
+	}
+	if res.RequeueAfter > 0 {
+		kv = append(kv, "requeueAfter", res.RequeueAfter.String())
+	}
+	if err != nil {
+		kv = append(kv, "error", err.Error())
+	}
+	l.Info("Sync pass", kv...)
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
@@ -562,9 +591,9 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
 		recorder.Event(o, eventType, reason, message)
 	}
-	ops := r.count(&s, &ws)
+	r.count(&s, &ws, p)
 	res, err := s.Process(ctx, ws, obj)
-	r.record(ops, p)
+	r.record(p)
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}
@@ -613,9 +642,9 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 	ref := typed(r.remoteGVK)
 	ref.SetNamespace(req.Namespace)
 	ref.SetName(req.Name)
-	ops := r.count(&s, &ws)
+	r.count(&s, &ws, p)
 	res, err := s.Vanished(ctx, ws, ref)
-	r.record(ops, p)
+	r.record(p)
 	if apierrors.IsConflict(err) {
 		// As in Reconcile: a lost optimistic-lock race, retried quietly.
 		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
@@ -683,9 +712,10 @@ func workspacePath(ctx context.Context, c ctrlruntimeclient.Reader) (string, err
 	return lc.Annotations[core.LogicalClusterPathAnnotationKey], nil
 }
 
-// count makes the writes of a pass (through s and ws) recorded.
-func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace) *passOps {
-	ops := &passOps{}
+// count makes the writes of pass p (through s and ws) recorded in p.ops.
+func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace, p *pass) {
+	ops := &passOps{start: p.start}
+	p.ops = ops
 	service := side{localGVK: r.syncer.LocalGVK, namespace: r.syncer.State.Namespace}
 	s.Service = ops.counted(s.Service, service)
 	s.RelatedService = ops.counted(s.RelatedService, service)
@@ -693,12 +723,12 @@ func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace) *passOps {
 	st.Client = ops.counted(st.Client, service)
 	s.State = &st
 	ws.Client = ops.counted(ws.Client, side{kcp: true, remoteGVK: r.remoteGVK})
-	return ops
 }
 
 // record counts a pass's writes and, for a pass that handled an event
 // and wrote its effect, its latency.
-func (r *reconciler) record(ops *passOps, p *pass) {
+func (r *reconciler) record(p *pass) {
+	ops := p.ops
 	ops.mu.Lock()
 	for _, o := range ops.ops {
 		metrics.SyncOperations.WithLabelValues(r.pr.Name, o.op, o.result).Inc()

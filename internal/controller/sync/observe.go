@@ -3,7 +3,9 @@ package sync
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,15 +125,28 @@ const (
 	opNamespace = "namespace"
 )
 
-// passOps records the writes of one pass: operation and result.
+// passOps records the writes of one pass: operation, result, and when
+// each started (from the pass's start) and how long it took.
 type passOps struct {
-	mu  sync.Mutex
-	ops []passOp
+	start time.Time
+	mu    sync.Mutex
+	ops   []passOp
 }
 
-type passOp struct{ op, result string }
+type passOp struct {
+	op, result string
+	at, took   time.Duration
+}
 
-func (p *passOps) add(op string, err error) {
+// timed runs write and records it as op.
+func (p *passOps) timed(op func() string, write func() error) error {
+	t0 := time.Now()
+	err := write()
+	p.add(op(), err, t0.Sub(p.start), time.Since(t0))
+	return err
+}
+
+func (p *passOps) add(op string, err error, at, took time.Duration) {
 	result := "success"
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
@@ -142,8 +157,20 @@ func (p *passOps) add(op string, err error) {
 		result = "error"
 	}
 	p.mu.Lock()
-	p.ops = append(p.ops, passOp{op, result})
+	p.ops = append(p.ops, passOp{op: op, result: result, at: at, took: took})
 	p.mu.Unlock()
+}
+
+// String lists the writes for the pass trace, e.g. "metadata success at
+// 2ms for 310ms, create success at 313ms for 9ms".
+func (p *passOps) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	parts := make([]string, len(p.ops))
+	for i, o := range p.ops {
+		parts[i] = fmt.Sprintf("%s %s at %s for %s", o.op, o.result, o.at.Round(time.Millisecond), o.took.Round(time.Millisecond))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // wrote reports whether the pass wrote one of ops successfully.
@@ -193,34 +220,22 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 	}
 	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
 		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
-			err := c.Create(ctx, obj, opts...)
-			p.add(classify(obj, opCreate), err)
-			return err
+			return p.timed(func() string { return classify(obj, opCreate) }, func() error { return c.Create(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.UpdateOption) error {
-			err := c.Update(ctx, obj, opts...)
-			p.add(classify(obj, opUpdate), err)
-			return err
+			return p.timed(func() string { return classify(obj, opUpdate) }, func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
-			err := c.Patch(ctx, obj, patch, opts...)
-			p.add(classify(obj, opUpdate), err)
-			return err
+			return p.timed(func() string { return classify(obj, opUpdate) }, func() error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
-			err := c.Delete(ctx, obj, opts...)
-			p.add(classify(obj, opDelete), err)
-			return err
+			return p.timed(func() string { return classify(obj, opDelete) }, func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
-			err := c.SubResource(sub).Update(ctx, obj, opts...)
-			p.add(subresourceOp(obj), err)
-			return err
+			return p.timed(func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.SubResourcePatchOption) error {
-			err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			p.add(subresourceOp(obj), err)
-			return err
+			return p.timed(func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
 		},
 	})
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +22,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -99,7 +102,7 @@ func TestPassOpsClassifies(t *testing.T) {
 			}
 			return c.Create(ctx, obj, opts...)
 		}}).Build()
-	ops := &passOps{}
+	ops := &passOps{start: time.Now()}
 	service := ops.counted(base, side{localGVK: localGVK, namespace: "agent"})
 	kcp := ops.counted(base, side{kcp: true, remoteGVK: remoteGVK})
 	ctx := t.Context()
@@ -151,6 +154,13 @@ func TestPassOpsClassifies(t *testing.T) {
 	if !ops.wrote(opStatus) || !ops.wrote(opCreate) || ops.wrote("nothing") {
 		t.Error("wrote() is wrong")
 	}
+	// Each write is timed from the pass's start, one after the other.
+	elapsed := time.Since(ops.start)
+	for i, o := range ops.ops {
+		if o.at < 0 || o.took <= 0 || o.at+o.took > elapsed || (i > 0 && o.at < ops.ops[i-1].at+ops.ops[i-1].took) {
+			t.Errorf("write %d (%s) at %s for %s: not within the pass (%s) after the one before", i, o.op, o.at, o.took, elapsed)
+		}
+	}
 }
 
 func TestErrorReason(t *testing.T) {
@@ -168,6 +178,39 @@ func TestErrorReason(t *testing.T) {
 	} {
 		if got := errorReason(tc.err); got != tc.want {
 			t.Errorf("errorReason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestPassTrace: at debug level a pass logs its queue wait, its writes
+// with their start and duration, and what it asks for next; above debug
+// level nothing.
+func TestPassTrace(t *testing.T) {
+	start := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	p := &pass{observed: start.Add(-250 * time.Millisecond), start: start, ops: &passOps{start: start}}
+	p.ops.add(opMetadata, nil, 2*time.Millisecond, 310*time.Millisecond)
+	p.ops.add(opCreate, apierrors.NewAlreadyExists(schema.GroupResource{}, "x"), 313*time.Millisecond, 9*time.Millisecond)
+
+	for _, tc := range []struct {
+		verbosity int
+		res       reconcile.Result
+		err       error
+		want      string
+	}{
+		{0, reconcile.Result{}, nil, ""},
+		{1, reconcile.Result{RequeueAfter: time.Second}, nil,
+			`"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "requeueAfter"="1s"`},
+		{1, reconcile.Result{}, errors.New("boom"), `"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "error"="boom"`},
+	} {
+		var got string
+		l := funcr.New(func(_, args string) { got = args }, funcr.Options{Verbosity: tc.verbosity})
+		p.trace(log.IntoContext(t.Context(), l), tc.res, tc.err)
+		// The pass's duration is measured now; the rest is fixed.
+		if i, j := strings.Index(got, `"took"="`), strings.Index(got, `" "queued"`); i >= 0 && j > i {
+			got = got[:i] + `"took"="<t>` + got[j:]
+		}
+		if got != tc.want {
+			t.Errorf("verbosity %d: logged\n%s\nwant\n%s", tc.verbosity, got, tc.want)
 		}
 	}
 }
