@@ -53,7 +53,7 @@ const (
 
 	// DefaultSyncWorkers is the reference's number of concurrent reconciles
 	// of each PublishedResource's sync controller; ours are per workspace
-	// (the controller runs one worker more).
+	// (the controller runs twice as many workers).
 	DefaultSyncWorkers = 4
 )
 
@@ -178,7 +178,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
-	fs.IntVar(&o.SyncWorkers, "sync-workers", o.SyncWorkers, "Concurrent reconciles of one workspace's objects in each PublishedResource's sync controller; the controller runs one worker more for the other workspaces while one workspace holds these. With a kcp that has spare capacity, throughput grows with it; each worker can have one request to kcp in flight.")
+	fs.IntVar(&o.SyncWorkers, "sync-workers", o.SyncWorkers, "Concurrent reconciles of one workspace's objects in each PublishedResource's sync controller; the controller runs as many workers again for the other workspaces while one workspace holds these. With a kcp that has spare capacity, throughput grows with it; each worker can have one request to kcp in flight.")
 	fs.StringVar(&o.EventLevel, "event-level", o.EventLevel, "Which Events the sync records on kcp objects: normal (every Event, as the reference) or warning (only Warning Events; each Event is a write that kcp authorizes and stores). Events on PublishedResources (service cluster) and on the APIExport are not affected.")
 	fs.Float32Var(&o.KcpQPS, "kcp-qps", o.KcpQPS, "Client-side request rate limit (queries per second) towards kcp, shared by all of the agent's kcp clients (every workspace's).")
 	fs.IntVar(&o.KcpBurst, "kcp-burst", o.KcpBurst, "Client-side request burst towards kcp.")

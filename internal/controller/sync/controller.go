@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -328,6 +329,7 @@ func New(opts Options) (*Controller, error) {
 		kcpEvents:       opts.KcpEvents,
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
+		overwritten:     map[mcreconcile.Request][]string{},
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -348,10 +350,11 @@ func New(opts Options) (*Controller, error) {
 	c.r = r
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
 		Reconciler: r,
-		// One worker more than a workspace may hold (the queue's limit):
-		// while one workspace has a backlog, the others' objects do not wait
-		// for one of its passes to end.
-		MaxConcurrentReconciles: opts.Workers + 1,
+		// Twice what a workspace may hold (the queue's limit): while one
+		// workspace has a backlog, the others' objects do not wait for its
+		// passes, and a burst of theirs (several workspaces' new objects at
+		// once) is taken in one round.
+		MaxConcurrentReconciles: 2 * opts.Workers,
 		// Every PublishedResource has its own controller with the shared name.
 		SkipNameValidation: ptr(true),
 		NewQueue: func(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
@@ -390,7 +393,7 @@ func ptr[T any](v T) *T { return &v }
 // over a store that takes the workspaces in turn and hands out at most
 // perWorkspace passes of one workspace at a time: a workspace with a
 // backlog delays another's next object by one pass per busy workspace, and
-// with one worker more than perWorkspace it never holds them all.
+// with twice perWorkspace workers it holds at most half of them.
 func newFairQueue(name string, rl workqueue.TypedRateLimiter[mcreconcile.Request], perWorkspace int) *fairqueue.RateLimiting[mcreconcile.Request] {
 	return fairqueue.NewRateLimiting(name, rl, func(r mcreconcile.Request) string { return r.ClusterName }, perWorkspace)
 }
@@ -428,10 +431,42 @@ type reconciler struct {
 	queue *timedQueue
 
 	// waits and conflicts count the consecutive waiting passes and lost
-	// optimistic-lock races of each object.
-	streakMu  sync.Mutex
-	waits     map[mcreconcile.Request]int
-	conflicts map[mcreconcile.Request]int
+	// optimistic-lock races of each object; overwritten holds the
+	// resourceVersions that the last pass of an object wrote over in kcp
+	// (see cacheBehind).
+	streakMu    sync.Mutex
+	waits       map[mcreconcile.Request]int
+	conflicts   map[mcreconcile.Request]int
+	overwritten map[mcreconcile.Request][]string
+}
+
+// cacheBehind reports whether the kcp cache's copy of req, at
+// resourceVersion rv, predates a write of this agent's last pass of it: the
+// write changed the object from rv, so the cache has not seen it yet (a
+// local copy's event arrives before kcp's watch delivers the agent's own
+// finalizer). A pass now would repeat the write and lose its
+// optimistic-lock race, a write into kcp for nothing. Otherwise the record
+// is forgotten.
+func (r *reconciler) cacheBehind(req mcreconcile.Request, rv string) bool {
+	r.streakMu.Lock()
+	defer r.streakMu.Unlock()
+	if slices.Contains(r.overwritten[req], rv) {
+		return true
+	}
+	delete(r.overwritten, req)
+	return false
+}
+
+// wroteOver records the resourceVersions a pass of req wrote over in kcp
+// (none: forgets them).
+func (r *reconciler) wroteOver(req mcreconcile.Request, rvs []string) {
+	r.streakMu.Lock()
+	defer r.streakMu.Unlock()
+	if len(rvs) == 0 {
+		delete(r.overwritten, req)
+		return
+	}
+	r.overwritten[req] = rvs
 }
 
 // waited records whether a pass for req waited and returns how many
@@ -536,6 +571,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		// The workspace is gone (unbound); nothing to do.
 		r.waited(req, false)
 		r.streak(r.conflicts, req, false)
+		r.wroteOver(req, nil)
 		return reconcile.Result{}, nil
 	}
 	if !r.workspaces.registered(req.ClusterName) {
@@ -550,9 +586,15 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.wroteOver(req, nil)
 			return r.vanished(ctx, kcpClient, cl.GetClient(), req, p)
 		}
 		return reconcile.Result{}, err
+	}
+	if r.cacheBehind(req, obj.GetResourceVersion()) {
+		// The event of the agent's own write brings the next pass; the
+		// requeue is the safety net.
+		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
 	}
 
 	// Objects that do not match the filters are not synced, but the
@@ -594,6 +636,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	r.count(&s, &ws, p)
 	res, err := s.Process(ctx, ws, obj)
 	r.record(p)
+	r.wroteOver(req, p.ops.overwritten())
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}

@@ -136,28 +136,53 @@ type passOps struct {
 type passOp struct {
 	op, result string
 	at, took   time.Duration
+	// overwritten: the resourceVersion that a write of the kcp object (its
+	// metadata or status) changed it from.
+	overwritten string
 }
 
-// timed runs write and records it as op.
-func (p *passOps) timed(op func() string, write func() error) error {
+// timed runs write of obj and records it as op.
+func (p *passOps) timed(obj ctrlruntimeclient.Object, op func() string, write func() error) error {
+	rv := obj.GetResourceVersion()
 	t0 := time.Now()
 	err := write()
-	p.add(op(), err, t0.Sub(p.start), time.Since(t0))
+	o := passOp{op: op(), at: t0.Sub(p.start), took: time.Since(t0)}
+	// A write that changed nothing keeps the version: the cache is not
+	// behind then.
+	if err == nil && (o.op == opMetadata || o.op == opStatus) && obj.GetResourceVersion() != rv {
+		o.overwritten = rv
+	}
+	p.add(o, err)
 	return err
 }
 
-func (p *passOps) add(op string, err error, at, took time.Duration) {
-	result := "success"
+// overwritten lists the resourceVersions the pass's writes of the kcp
+// object changed it from.
+func (p *passOps) overwritten() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var rvs []string
+	for _, o := range p.ops {
+		if o.overwritten != "" && !slices.Contains(rvs, o.overwritten) {
+			rvs = append(rvs, o.overwritten)
+		}
+	}
+	return rvs
+}
+
+// add records o with the result of its err.
+func (p *passOps) add(o passOp, err error) {
+	o.result = "success"
 	switch {
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		result = "conflict"
+		o.result = "conflict"
 	case apierrors.IsNotFound(err):
-		result = "notfound" // gone meanwhile: the sync takes it as done
+		o.result = "notfound" // gone meanwhile: the sync takes it as done
 	case err != nil:
-		result = "error"
+		o.result = "error"
 	}
 	p.mu.Lock()
-	p.ops = append(p.ops, passOp{op: op, result: result, at: at, took: took})
+	p.ops = append(p.ops, o)
 	p.mu.Unlock()
 }
 
@@ -220,22 +245,22 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 	}
 	return interceptor.NewClient(withWatch{c}, interceptor.Funcs{
 		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
-			return p.timed(func() string { return classify(obj, opCreate) }, func() error { return c.Create(ctx, obj, opts...) })
+			return p.timed(obj, func() string { return classify(obj, opCreate) }, func() error { return c.Create(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.UpdateOption) error {
-			return p.timed(func() string { return classify(obj, opUpdate) }, func() error { return c.Update(ctx, obj, opts...) })
+			return p.timed(obj, func() string { return classify(obj, opUpdate) }, func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
-			return p.timed(func() string { return classify(obj, opUpdate) }, func() error { return c.Patch(ctx, obj, patch, opts...) })
+			return p.timed(obj, func() string { return classify(obj, opUpdate) }, func() error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
-			return p.timed(func() string { return classify(obj, opDelete) }, func() error { return c.Delete(ctx, obj, opts...) })
+			return p.timed(obj, func() string { return classify(obj, opDelete) }, func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
-			return p.timed(func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
+			return p.timed(obj, func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Update(ctx, obj, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.SubResourcePatchOption) error {
-			return p.timed(func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
+			return p.timed(obj, func() string { return subresourceOp(obj) }, func() error { return c.SubResource(sub).Patch(ctx, obj, patch, opts...) })
 		},
 	})
 }

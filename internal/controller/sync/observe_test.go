@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,11 @@ func TestPassOpsClassifies(t *testing.T) {
 				return apierrors.NewAlreadyExists(schema.GroupResource{}, obj.GetName())
 			}
 			return c.Create(ctx, obj, opts...)
+		}, Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+			if data, _ := patch.Data(obj); string(data) == "{}" {
+				return nil // as a server answers a patch that changes nothing: the same version
+			}
+			return c.Patch(ctx, obj, patch, opts...)
 		}}).Build()
 	ops := &passOps{start: time.Now()}
 	service := ops.counted(base, side{localGVK: localGVK, namespace: "agent"})
@@ -132,8 +138,11 @@ func TestPassOpsClassifies(t *testing.T) {
 	}
 	primary := obj(remoteGVK, "default", "foo")
 	must(base.Create(ctx, primary))
+	created := primary.GetResourceVersion()
 	must(kcp.Patch(ctx, primary, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["x"]}}`))))
+	patched := primary.GetResourceVersion()
 	must(kcp.Status().Update(ctx, primary))
+	must(kcp.Patch(ctx, primary, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{}`))))
 	must(kcp.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}))
 	conflict = true
 	if err := service.Create(ctx, obj(localGVK, "ws", "taken")); err == nil {
@@ -146,13 +155,27 @@ func TestPassOpsClassifies(t *testing.T) {
 	}
 	want := []string{
 		"create/success", "update/success", "namespace/success", "state/success", "state/success", "related/success",
-		"delete/success", "delete/notfound", "metadata/success", "status/success", "related/success", "create/conflict",
+		"delete/success", "delete/notfound", "metadata/success", "status/success", "metadata/success", "related/success", "create/conflict",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operations (-want +got):\n%s", diff)
 	}
 	if !ops.wrote(opStatus) || !ops.wrote(opCreate) || ops.wrote("nothing") {
 		t.Error("wrote() is wrong")
+	}
+	// Only the kcp object's own writes that changed it count for the
+	// cache check (the third, a patch that changed nothing, does not).
+	var changedKcp []string
+	for _, o := range ops.ops {
+		if o.overwritten != "" {
+			changedKcp = append(changedKcp, o.op)
+		}
+	}
+	if want := []string{opMetadata, opStatus}; !slices.Equal(changedKcp, want) {
+		t.Errorf("writes with an overwritten version: %v, want %v", changedKcp, want)
+	}
+	if got, want := ops.overwritten(), []string{created, patched}; !slices.Equal(got, want) || created == patched {
+		t.Errorf("overwritten() = %v, want the kcp object's versions before its metadata and status writes %v", got, want)
 	}
 	// Each write is timed from the pass's start, one after the other.
 	elapsed := time.Since(ops.start)
@@ -188,8 +211,8 @@ func TestErrorReason(t *testing.T) {
 func TestPassTrace(t *testing.T) {
 	start := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 	p := &pass{observed: start.Add(-250 * time.Millisecond), start: start, ops: &passOps{start: start}}
-	p.ops.add(opMetadata, nil, 2*time.Millisecond, 310*time.Millisecond)
-	p.ops.add(opCreate, apierrors.NewAlreadyExists(schema.GroupResource{}, "x"), 313*time.Millisecond, 9*time.Millisecond)
+	p.ops.add(passOp{op: opMetadata, at: 2 * time.Millisecond, took: 310 * time.Millisecond}, nil)
+	p.ops.add(passOp{op: opCreate, at: 313 * time.Millisecond, took: 9 * time.Millisecond}, apierrors.NewAlreadyExists(schema.GroupResource{}, "x"))
 
 	for _, tc := range []struct {
 		verbosity int
@@ -212,5 +235,38 @@ func TestPassTrace(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("verbosity %d: logged\n%s\nwant\n%s", tc.verbosity, got, tc.want)
 		}
+	}
+}
+
+// TestCacheBehind: a pass that finds the kcp object at a version its last
+// pass wrote over waits for the cache; any other version, a gone workspace
+// or object, or a pass without such writes forgets the record.
+func TestCacheBehind(t *testing.T) {
+	r := &reconciler{overwritten: map[mcreconcile.Request][]string{}}
+	a := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "a"}}}
+	b := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "b"}}}
+	for i, step := range []struct {
+		do   func()
+		req  mcreconcile.Request
+		rv   string
+		want bool
+	}{
+		{req: a, rv: "5", want: false},
+		{do: func() { r.wroteOver(a, []string{"5", "6"}) }, req: a, rv: "5", want: true},
+		{req: a, rv: "6", want: true},
+		{req: b, rv: "5", want: false},
+		{req: a, rv: "7", want: false},
+		{req: a, rv: "5", want: false}, // forgotten once the cache caught up
+		{do: func() { r.wroteOver(a, []string{"8"}); r.wroteOver(a, nil) }, req: a, rv: "8", want: false},
+	} {
+		if step.do != nil {
+			step.do()
+		}
+		if got := r.cacheBehind(step.req, step.rv); got != step.want {
+			t.Errorf("step %d: cacheBehind(%s, %s) = %v, want %v", i, step.req.Name, step.rv, got, step.want)
+		}
+	}
+	if len(r.overwritten) != 0 {
+		t.Errorf("records left: %v", r.overwritten)
 	}
 }

@@ -114,7 +114,7 @@ type Options struct {
 	// UnusedKcpInformerTimeout: see unusedInformers (0: never remade).
 	UnusedKcpInformerTimeout time.Duration
 	// SyncWorkers is each sync controller's number of concurrent
-	// reconciles of one workspace's objects; it runs one worker more (0:
+	// reconciles of one workspace's objects; it runs twice as many workers (0:
 	// the sync controller's default).
 	SyncWorkers int
 	// KcpWarningEventsOnly records only Warning Events on kcp objects.
