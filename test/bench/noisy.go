@@ -52,9 +52,10 @@ type noisyResult struct {
 	// From our agent's pass traces (nil for an agent without them), the
 	// span from the bench's virtual-workspace watch until the finalizer is
 	// seen split further: until the agent's queue got the event
-	// (QuietEnqueued), then until a worker took it (QuietQueued), then until
-	// the pass started its finalizer PATCH (QuietBeforePatch), the PATCH
-	// (QuietPatch), and from its end until the bench's watch of the
+	// (QuietEnqueued), then until the pass that wrote the finalizer started
+	// (QuietQueued: the queue, and any pass before it that did not write
+	// it), then until that pass started the PATCH (QuietBeforePatch), the
+	// PATCH (QuietPatch), and from its end until the bench's watch of the
 	// workspace saw the finalizer (QuietPatchSeen).
 	QuietEnqueued    *phaseResult `json:"quietEnqueued,omitempty"`
 	QuietQueued      *phaseResult `json:"quietQueued,omitempty"`
@@ -229,16 +230,15 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	res.QuietDelivered = distribution(calledQuiet[0].started, backlogEnd, delivered)
 	res.QuietAccepted = distribution(calledQuiet[0].started, backlogEnd, accepted)
 	res.QuietPlaced = distribution(calledQuiet[0].started, backlogEnd, placed)
-	switch len(enqueued) {
-	case 0: // an agent without pass traces
-	case len(during):
+	if n := len(enqueued); n > 0 {
+		if n < len(during) {
+			logf("[%s] warning: the agent's log %s traces the finalizer pass of %d of the %d quiet objects; the split is over those", name, e.agent.LogPath, n, len(during))
+		}
 		res.QuietEnqueued = distribution(calledQuiet[0].started, backlogEnd, enqueued)
 		res.QuietQueued = distribution(calledQuiet[0].started, backlogEnd, queued)
 		res.QuietBeforePatch = distribution(calledQuiet[0].started, backlogEnd, beforePatch)
 		res.QuietPatch = distribution(calledQuiet[0].started, backlogEnd, patch)
 		res.QuietPatchSeen = distribution(calledQuiet[0].started, backlogEnd, patchSeen)
-	default:
-		t.Fatalf("the agent's log %s traces the finalizer pass of %d of the %d quiet objects", e.agent.LogPath, len(enqueued), len(during))
 	}
 	if len(after) > 0 {
 		res.QuietAfterBacklog = distribution(afterStart, afterEnd, after)
@@ -277,9 +277,9 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 	if !slices.ContainsFunc(runs, func(r *noisyResult) bool { return r.QuietEnqueued != nil }) {
 		return
 	}
-	_, _ = fmt.Fprintln(w, "\n→ finalizer split by the agent's pass traces (p50 / p99 ms): until the agent's queue has the event; then until a worker takes it; then until the pass starts the finalizer PATCH; the PATCH; from its end until the workspace's watch sees the finalizer")
+	_, _ = fmt.Fprintln(w, "\n→ finalizer split by the agent's pass traces (p50 / p99 ms): until the agent's queue has the event; then until the pass that writes the finalizer starts (the queue, and any pass before it that did not write it); then until that pass starts the PATCH; the PATCH (with any wait for the agent's client-side rate limit); from its end until the workspace's watch sees the finalizer")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "agent\trep\t→ queue\t→ worker\t→ PATCH\tPATCH\t→ seen")
+	_, _ = fmt.Fprintln(tw, "agent\trep\t→ queue\t→ pass\t→ PATCH\tPATCH\t→ seen")
 	for _, r := range runs {
 		if r.QuietEnqueued == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -329,7 +330,7 @@ func New(opts Options) (*Controller, error) {
 		kcpEvents:       opts.KcpEvents,
 		waits:           map[mcreconcile.Request]int{},
 		conflicts:       map[mcreconcile.Request]int{},
-		overwritten:     map[mcreconcile.Request][]string{},
+		overwritten:     map[mcreconcile.Request]overwrite{},
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
 			LocalGVK:          opts.LocalGVK,
@@ -348,6 +349,7 @@ func New(opts Options) (*Controller, error) {
 	}
 
 	c.r = r
+	c.hub.disengaged = r.forgetWorkspace
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
 		Reconciler: r,
 		// Twice what a workspace may hold (the queue's limit): while one
@@ -433,24 +435,35 @@ type reconciler struct {
 	// waits and conflicts count the consecutive waiting passes and lost
 	// optimistic-lock races of each object; overwritten holds the
 	// resourceVersions that the last pass of an object wrote over in kcp
-	// (see cacheBehind).
+	// (see cacheBehind). Records of a workspace go when it disengages.
 	streakMu    sync.Mutex
 	waits       map[mcreconcile.Request]int
 	conflicts   map[mcreconcile.Request]int
-	overwritten map[mcreconcile.Request][]string
+	overwritten map[mcreconcile.Request]overwrite
 }
+
+// overwrite: the resourceVersions a pass wrote over, and when.
+type overwrite struct {
+	rvs []string
+	at  time.Time
+}
+
+// cacheBehindMax bounds how long passes wait for the kcp cache to show the
+// agent's own write (it arrives within a second even under load); after
+// that the pass runs, and the optimistic lock decides.
+const cacheBehindMax = 30 * time.Second
 
 // cacheBehind reports whether the kcp cache's copy of req, at
 // resourceVersion rv, predates a write of this agent's last pass of it: the
 // write changed the object from rv, so the cache has not seen it yet (a
 // local copy's event arrives before kcp's watch delivers the agent's own
 // finalizer). A pass now would repeat the write and lose its
-// optimistic-lock race, a write into kcp for nothing. Otherwise the record
-// is forgotten.
-func (r *reconciler) cacheBehind(req mcreconcile.Request, rv string) bool {
+// optimistic-lock race, a write into kcp for nothing. Otherwise, or once
+// the record is older than cacheBehindMax, the record is forgotten.
+func (r *reconciler) cacheBehind(req mcreconcile.Request, rv string, now time.Time) bool {
 	r.streakMu.Lock()
 	defer r.streakMu.Unlock()
-	if slices.Contains(r.overwritten[req], rv) {
+	if o, ok := r.overwritten[req]; ok && slices.Contains(o.rvs, rv) && now.Sub(o.at) < cacheBehindMax {
 		return true
 	}
 	delete(r.overwritten, req)
@@ -458,15 +471,27 @@ func (r *reconciler) cacheBehind(req mcreconcile.Request, rv string) bool {
 }
 
 // wroteOver records the resourceVersions a pass of req wrote over in kcp
-// (none: forgets them).
-func (r *reconciler) wroteOver(req mcreconcile.Request, rvs []string) {
+// at now (none: forgets them). A workspace that is no longer engaged gets
+// no record: its events, which would end the record, no longer come.
+func (r *reconciler) wroteOver(req mcreconcile.Request, rvs []string, now time.Time) {
 	r.streakMu.Lock()
 	defer r.streakMu.Unlock()
-	if len(rvs) == 0 {
+	if _, engaged := r.workspaces.workspace(req.ClusterName); len(rvs) == 0 || !engaged {
 		delete(r.overwritten, req)
 		return
 	}
-	r.overwritten[req] = rvs
+	r.overwritten[req] = overwrite{rvs: rvs, at: now}
+}
+
+// forgetWorkspace drops the records of a workspace that disengaged (called
+// by the hub after it removed the workspace, so no later pass records).
+func (r *reconciler) forgetWorkspace(name string) {
+	r.streakMu.Lock()
+	defer r.streakMu.Unlock()
+	for _, m := range []map[mcreconcile.Request]int{r.waits, r.conflicts} {
+		maps.DeleteFunc(m, func(req mcreconcile.Request, _ int) bool { return req.ClusterName == name })
+	}
+	maps.DeleteFunc(r.overwritten, func(req mcreconcile.Request, _ overwrite) bool { return req.ClusterName == name })
 }
 
 // waited records whether a pass for req waited and returns how many
@@ -515,7 +540,6 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	}
 	p := &pass{observed: observed, start: time.Now()}
 	res, err := r.reconcile(ctx, req, p)
-	p.trace(ctx, res, err)
 	if err != nil && !lifecycle.Quiet(ctx, err) {
 		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
 		// A failed pass says nothing about waiting any more.
@@ -526,7 +550,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 		// pass that writes it.
 		r.queue.putBack(req, observed)
 	}
-	return lifecycle.Result(ctx, res, err)
+	res, err = lifecycle.Result(ctx, res, err)
+	p.trace(ctx, res, err)
+	return res, err
 }
 
 // pass is what a reconcile pass knows for the metrics and its trace: when
@@ -537,6 +563,9 @@ type pass struct {
 	observed, start time.Time
 	ops             *passOps
 	timed           bool
+	// cacheBehind: the version of the kcp object at which the pass found
+	// the cache behind the agent's own write, and waited.
+	cacheBehind string
 }
 
 // trace logs at debug level where a pass's time went: how long its event
@@ -555,6 +584,9 @@ func (p *pass) trace(ctx context.Context, res reconcile.Result, err error) {
 	if p.ops != nil {
 		kv = append(kv, "writes", p.ops.String())
 	}
+	if p.cacheBehind != "" {
+		kv = append(kv, "cacheBehind", p.cacheBehind)
+	}
 	if res.RequeueAfter > 0 {
 		kv = append(kv, "requeueAfter", res.RequeueAfter.String())
 	}
@@ -571,7 +603,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		// The workspace is gone (unbound); nothing to do.
 		r.waited(req, false)
 		r.streak(r.conflicts, req, false)
-		r.wroteOver(req, nil)
+		r.wroteOver(req, nil, time.Time{})
 		return reconcile.Result{}, nil
 	}
 	if !r.workspaces.registered(req.ClusterName) {
@@ -586,12 +618,13 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	obj := typed(r.remoteGVK)
 	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.wroteOver(req, nil)
+			r.wroteOver(req, nil, time.Time{})
 			return r.vanished(ctx, kcpClient, cl.GetClient(), req, p)
 		}
 		return reconcile.Result{}, err
 	}
-	if r.cacheBehind(req, obj.GetResourceVersion()) {
+	if r.cacheBehind(req, obj.GetResourceVersion(), time.Now()) {
+		p.cacheBehind = obj.GetResourceVersion()
 		// The event of the agent's own write brings the next pass; the
 		// requeue is the safety net.
 		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
@@ -633,10 +666,10 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
 		recorder.Event(o, eventType, reason, message)
 	}
-	r.count(&s, &ws, p)
+	r.count(&s, &ws, req, p)
 	res, err := s.Process(ctx, ws, obj)
 	r.record(p)
-	r.wroteOver(req, p.ops.overwritten())
+	r.wroteOver(req, p.ops.overwritten(), time.Now())
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err
 	}
@@ -685,7 +718,7 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 	ref := typed(r.remoteGVK)
 	ref.SetNamespace(req.Namespace)
 	ref.SetName(req.Name)
-	r.count(&s, &ws, p)
+	r.count(&s, &ws, req, p)
 	res, err := s.Vanished(ctx, ws, ref)
 	r.record(p)
 	if apierrors.IsConflict(err) {
@@ -755,8 +788,9 @@ func workspacePath(ctx context.Context, c ctrlruntimeclient.Reader) (string, err
 	return lc.Annotations[core.LogicalClusterPathAnnotationKey], nil
 }
 
-// count makes the writes of pass p (through s and ws) recorded in p.ops.
-func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace, p *pass) {
+// count makes the writes of pass p of req (through s and ws) recorded in
+// p.ops.
+func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace, req mcreconcile.Request, p *pass) {
 	ops := &passOps{start: p.start}
 	p.ops = ops
 	service := side{localGVK: r.syncer.LocalGVK, namespace: r.syncer.State.Namespace}
@@ -765,7 +799,7 @@ func (r *reconciler) count(s *syncer.Syncer, ws *syncer.Workspace, p *pass) {
 	st := *s.State
 	st.Client = ops.counted(st.Client, service)
 	s.State = &st
-	ws.Client = ops.counted(ws.Client, side{kcp: true, remoteGVK: r.remoteGVK})
+	ws.Client = ops.counted(ws.Client, side{kcp: true, remoteGVK: r.remoteGVK, primary: req.NamespacedName})
 }
 
 // record counts a pass's writes and, for a pass that handled an event

@@ -103,6 +103,9 @@ type hub struct {
 	// for them, so that nothing starts an informer after the controller
 	// stopped. Added to under mu while not stopped.
 	running sync.WaitGroup
+	// disengaged, when set, is told each workspace that disengaged, after
+	// the hub forgot it (outside mu).
+	disengaged func(name string)
 }
 
 type engagedWorkspace struct {
@@ -269,6 +272,9 @@ func (h *hub) disengage(e *engagedWorkspace) {
 	drop := h.forget(e)
 	h.mu.Unlock()
 	removeHandles(drop)
+	if h.disengaged != nil {
+		h.disengaged(e.Name)
+	}
 }
 
 // forget removes a workspace and returns the handlers of its endpoint if

@@ -11,6 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/util/workqueue"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,7 +209,10 @@ func (p *passOps) wrote(ops ...string) bool {
 // side tells the counting client which cluster it writes to, and the
 // types that name an operation there.
 type side struct {
-	kcp       bool
+	kcp bool
+	// primary: the kcp object of the pass (kcp side); other kcp objects
+	// of its type are related objects.
+	primary   types.NamespacedName
 	localGVK  schema.GroupVersionKind
 	remoteGVK schema.GroupVersionKind
 	namespace string // the agent's namespace (state Secrets)
@@ -219,10 +223,16 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 	if c == nil {
 		return nil
 	}
-	// A subresource written in kcp for a primary is its status; any
+	// The pass's own kcp object; another of its type is a related object
+	// (a primary can be another's related object).
+	isPrimary := func(obj ctrlruntimeclient.Object) bool {
+		gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
+		return s.kcp && gvk == s.remoteGVK && obj.GetNamespace() == s.primary.Namespace && obj.GetName() == s.primary.Name
+	}
+	// A subresource written in kcp for the primary is its status; any
 	// other is a related object's.
 	subresourceOp := func(obj ctrlruntimeclient.Object) string {
-		if gvk, _ := apiutil.GVKForObject(obj, c.Scheme()); s.kcp && gvk == s.remoteGVK {
+		if isPrimary(obj) {
 			return opStatus
 		}
 		return opRelated
@@ -230,7 +240,7 @@ func (p *passOps) counted(c ctrlruntimeclient.Client, s side) ctrlruntimeclient.
 	classify := func(obj ctrlruntimeclient.Object, verb string) string {
 		gvk, _ := apiutil.GVKForObject(obj, c.Scheme())
 		switch {
-		case s.kcp && gvk == s.remoteGVK:
+		case isPrimary(obj):
 			return opMetadata
 		case !s.kcp && gvk == s.localGVK:
 			return verb

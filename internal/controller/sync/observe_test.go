@@ -110,7 +110,7 @@ func TestPassOpsClassifies(t *testing.T) {
 		}}).Build()
 	ops := &passOps{start: time.Now()}
 	service := ops.counted(base, side{localGVK: localGVK, namespace: "agent"})
-	kcp := ops.counted(base, side{kcp: true, remoteGVK: remoteGVK})
+	kcp := ops.counted(base, side{kcp: true, remoteGVK: remoteGVK, primary: types.NamespacedName{Namespace: "default", Name: "foo"}})
 	ctx := t.Context()
 	obj := func(gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
 		u := typed(gvk)
@@ -143,6 +143,10 @@ func TestPassOpsClassifies(t *testing.T) {
 	patched := primary.GetResourceVersion()
 	must(kcp.Status().Update(ctx, primary))
 	must(kcp.Patch(ctx, primary, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{}`))))
+	// Another primary, a related object of this one: its finalizer.
+	other := obj(remoteGVK, "default", "other")
+	must(base.Create(ctx, other))
+	must(kcp.Patch(ctx, other, ctrlruntimeclient.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["x"]}}`))))
 	must(kcp.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}))
 	conflict = true
 	if err := service.Create(ctx, obj(localGVK, "ws", "taken")); err == nil {
@@ -155,7 +159,7 @@ func TestPassOpsClassifies(t *testing.T) {
 	}
 	want := []string{
 		"create/success", "update/success", "namespace/success", "state/success", "state/success", "related/success",
-		"delete/success", "delete/notfound", "metadata/success", "status/success", "metadata/success", "related/success", "create/conflict",
+		"delete/success", "delete/notfound", "metadata/success", "status/success", "metadata/success", "related/success", "related/success", "create/conflict",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("operations (-want +got):\n%s", diff)
@@ -164,7 +168,8 @@ func TestPassOpsClassifies(t *testing.T) {
 		t.Error("wrote() is wrong")
 	}
 	// Only the kcp object's own writes that changed it count for the
-	// cache check (the third, a patch that changed nothing, does not).
+	// cache check (not the third, a patch that changed nothing, nor the
+	// other primary's finalizer).
 	var changedKcp []string
 	for _, o := range ops.ops {
 		if o.overwritten != "" {
@@ -239,34 +244,61 @@ func TestPassTrace(t *testing.T) {
 }
 
 // TestCacheBehind: a pass that finds the kcp object at a version its last
-// pass wrote over waits for the cache; any other version, a gone workspace
-// or object, or a pass without such writes forgets the record.
+// pass wrote over waits for the cache, for cacheBehindMax at most; any
+// other version, a gone workspace or object, or a pass without such
+// writes forgets the record, and a workspace that disengaged keeps none.
 func TestCacheBehind(t *testing.T) {
-	r := &reconciler{overwritten: map[mcreconcile.Request][]string{}}
-	a := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "a"}}}
-	b := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "b"}}}
+	h := newHubHarness(t)
+	r := &reconciler{workspaces: h.hub, waits: map[mcreconcile.Request]int{}, conflicts: map[mcreconcile.Request]int{}, overwritten: map[mcreconcile.Request]overwrite{}}
+	h.hub.disengaged = r.forgetWorkspace
+	h.start()
+	h.engage("ws", "a")
+	h.engage("other", "a")
+	req := func(ws, name string) mcreconcile.Request {
+		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	a, b, c := req("ws", "a"), req("ws", "b"), req("other", "c")
+	t0 := time.Unix(1000, 0)
 	for i, step := range []struct {
 		do   func()
 		req  mcreconcile.Request
 		rv   string
+		at   time.Duration // after t0
 		want bool
 	}{
 		{req: a, rv: "5", want: false},
-		{do: func() { r.wroteOver(a, []string{"5", "6"}) }, req: a, rv: "5", want: true},
-		{req: a, rv: "6", want: true},
+		{do: func() { r.wroteOver(a, []string{"5", "6"}, t0) }, req: a, rv: "5", want: true},
+		{req: a, rv: "6", at: time.Second, want: true},
 		{req: b, rv: "5", want: false},
 		{req: a, rv: "7", want: false},
 		{req: a, rv: "5", want: false}, // forgotten once the cache caught up
-		{do: func() { r.wroteOver(a, []string{"8"}); r.wroteOver(a, nil) }, req: a, rv: "8", want: false},
+		{do: func() { r.wroteOver(a, []string{"8"}, t0); r.wroteOver(a, nil, t0) }, req: a, rv: "8", want: false},
+		// A cache that never catches up is waited for cacheBehindMax.
+		{do: func() { r.wroteOver(a, []string{"9"}, t0) }, req: a, rv: "9", at: cacheBehindMax - time.Second, want: true},
+		{req: a, rv: "9", at: cacheBehindMax, want: false},
+		{req: a, rv: "9", want: false},
+		// A workspace that disengages takes its records along, and one
+		// that is not engaged gets none.
+		{do: func() {
+			r.wroteOver(a, []string{"10"}, t0)
+			r.wroteOver(c, []string{"10"}, t0)
+			r.streak(r.conflicts, a, true)
+			r.waited(a, true)
+			h.cancel["ws"]()
+			eventually(t, "the workspace to disengage", func() bool { _, ok := h.hub.workspace("ws"); return !ok })
+		}, req: c, rv: "10", want: true},
+		{do: func() { r.wroteOver(b, []string{"11"}, t0) }, req: b, rv: "11", want: false},
 	} {
 		if step.do != nil {
 			step.do()
 		}
-		if got := r.cacheBehind(step.req, step.rv); got != step.want {
+		if got := r.cacheBehind(step.req, step.rv, t0.Add(step.at)); got != step.want {
 			t.Errorf("step %d: cacheBehind(%s, %s) = %v, want %v", i, step.req.Name, step.rv, got, step.want)
 		}
 	}
-	if len(r.overwritten) != 0 {
-		t.Errorf("records left: %v", r.overwritten)
+	r.streakMu.Lock()
+	defer r.streakMu.Unlock()
+	if len(r.overwritten) != 1 || len(r.waits) != 0 || len(r.conflicts) != 0 {
+		t.Errorf("records left: %v, waits %v, conflicts %v; want only other/c's", r.overwritten, r.waits, r.conflicts)
 	}
 }
