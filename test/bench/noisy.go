@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -71,6 +73,14 @@ type noisyResult struct {
 	QuietAfterBacklog *phaseResult `json:"quietAfterBacklog,omitempty"`
 	QuietObjects      int          `json:"quietObjects"`
 	TotalSeconds      float64      `json:"totalSeconds"`
+	// BacklogCPU: the CPU seconds of each process of the test bed from the
+	// noisy workspace's first create until its last copy appeared
+	// (BacklogSeconds of wall time; 2 cores give 2 CPU-s per second).
+	BacklogCPU     map[string]float64 `json:"backlogCPUSeconds"`
+	BacklogSeconds float64            `json:"backlogSeconds"`
+	// KcpCPUProfile: kcp's CPU profile from the noisy workspace's first
+	// create (-kcp-cpu-profile).
+	KcpCPUProfile string `json:"kcpCPUProfile,omitempty"`
 }
 
 func noisyName(i int) string { return fmt.Sprintf("noisy-%05d", i) }
@@ -136,6 +146,11 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 		}
 	})
 
+	cpuBefore := takeCPU()
+	var profile chan struct{}
+	if cfg.KcpProfileSeconds > 0 {
+		profile = e.captureProfile("kcp", cfg.kcpProfiler, cfg.KcpProfileSeconds, "kcp-cpu.pprof", &res.KcpCPUProfile)
+	}
 	start, done, calls := e.parallel(cfg.NoisyObjects, func(ctx context.Context, i int) error {
 		_, err := e.kcpDyn[0].Resource(kcpGVR).Namespace(kcpNamespace).Create(ctx, newThing(kcpGVR, kcpNamespace, noisyName(i)), metav1.CreateOptions{})
 		return err
@@ -157,6 +172,7 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 		}
 		return true, nil
 	})
+	res.BacklogCPU, res.BacklogSeconds = cpuDelta(cpuBefore, takeCPU()), time.Since(start).Seconds()
 	res.Noisy = newPhase(start, done, noisySynced)
 	backlogEnd := start
 	for _, ts := range noisySynced {
@@ -243,6 +259,9 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	if len(after) > 0 {
 		res.QuietAfterBacklog = distribution(afterStart, afterEnd, after)
 	}
+	if profile != nil {
+		<-profile
+	}
 	res.TotalSeconds = time.Since(started).Seconds()
 	logf("[%s] done in %s: noisy %.1f obj/s, quiet p99 %.0f ms (%d of %d quiet objects created during the backlog)", name,
 		time.Since(started).Round(time.Second), res.Noisy.Throughput, res.Quiet.P99Ms, res.QuietDuringBacklog, res.QuietObjects)
@@ -290,4 +309,16 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 			num(r.QuietPatchSeen.P50Ms), num(r.QuietPatchSeen.P99Ms))
 	}
 	_ = tw.Flush()
+	_, _ = fmt.Fprintln(w, "\nCPU seconds by process while the noisy backlog drained (2 cores = 2 CPU-s/s):")
+	for _, r := range runs {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.BacklogCPU)) {
+			parts = append(parts, fmt.Sprintf("%s %s", k, num(r.BacklogCPU[k])))
+		}
+		profile := ""
+		if r.KcpCPUProfile != "" {
+			profile = "; kcp profile " + r.KcpCPUProfile
+		}
+		_, _ = fmt.Fprintf(w, "  %s %d, wall %s: %s%s\n", r.Agent, r.Rep, num(r.BacklogSeconds), strings.Join(parts, ", "), profile)
+	}
 }

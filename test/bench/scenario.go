@@ -688,7 +688,7 @@ func (e *env) captureProfile(who, address string, seconds int, file string, path
 			return
 		}
 		*path = out
-		logf("CPU profile of %s in the create phase written to %s", who, out)
+		logf("CPU profile of %s written to %s", who, out)
 	}()
 	return done
 }
