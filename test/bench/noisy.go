@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -75,7 +76,7 @@ type noisyResult struct {
 	TotalSeconds      float64      `json:"totalSeconds"`
 	// BacklogCPU: the CPU seconds of each process of the test bed from the
 	// noisy workspace's first create until its last copy appeared
-	// (BacklogSeconds of wall time; 2 cores give 2 CPU-s per second).
+	// (BacklogSeconds of wall time; n cores give n CPU-s per second).
 	BacklogCPU     map[string]float64 `json:"backlogCPUSeconds"`
 	BacklogSeconds float64            `json:"backlogSeconds"`
 	// KcpCPUProfile: kcp's CPU profile from the noisy workspace's first
@@ -259,10 +260,10 @@ func runNoisy(root *benchT, k *framework.Kcp, cfg *config, rep int, au agentUnde
 	if len(after) > 0 {
 		res.QuietAfterBacklog = distribution(afterStart, afterEnd, after)
 	}
+	res.TotalSeconds = time.Since(started).Seconds()
 	if profile != nil {
 		<-profile
 	}
-	res.TotalSeconds = time.Since(started).Seconds()
 	logf("[%s] done in %s: noisy %.1f obj/s, quiet p99 %.0f ms (%d of %d quiet objects created during the backlog)", name,
 		time.Since(started).Round(time.Second), res.Noisy.Throughput, res.Quiet.P99Ms, res.QuietDuringBacklog, res.QuietObjects)
 	return res
@@ -293,6 +294,18 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 			num(r.QuietAccepted.P50Ms), num(r.QuietAccepted.P99Ms), num(r.QuietPlaced.P50Ms), num(r.QuietPlaced.P99Ms))
 	}
 	_ = tw.Flush()
+	_, _ = fmt.Fprintf(w, "\nCPU seconds by process while the noisy backlog drained (%d cores = %d CPU-s/s):\n", runtime.NumCPU(), runtime.NumCPU())
+	for _, r := range runs {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.BacklogCPU)) {
+			parts = append(parts, fmt.Sprintf("%s %s", k, num(r.BacklogCPU[k])))
+		}
+		profile := ""
+		if r.KcpCPUProfile != "" {
+			profile = "; kcp profile " + r.KcpCPUProfile
+		}
+		_, _ = fmt.Fprintf(w, "  %s %d, wall %s: %s%s\n", r.Agent, r.Rep, num(r.BacklogSeconds), strings.Join(parts, ", "), profile)
+	}
 	if !slices.ContainsFunc(runs, func(r *noisyResult) bool { return r.QuietEnqueued != nil }) {
 		return
 	}
@@ -309,16 +322,4 @@ func printNoisy(w io.Writer, cfg *config, runs []*noisyResult) {
 			num(r.QuietPatchSeen.P50Ms), num(r.QuietPatchSeen.P99Ms))
 	}
 	_ = tw.Flush()
-	_, _ = fmt.Fprintln(w, "\nCPU seconds by process while the noisy backlog drained (2 cores = 2 CPU-s/s):")
-	for _, r := range runs {
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(r.BacklogCPU)) {
-			parts = append(parts, fmt.Sprintf("%s %s", k, num(r.BacklogCPU[k])))
-		}
-		profile := ""
-		if r.KcpCPUProfile != "" {
-			profile = "; kcp profile " + r.KcpCPUProfile
-		}
-		_, _ = fmt.Fprintf(w, "  %s %d, wall %s: %s%s\n", r.Agent, r.Rep, num(r.BacklogSeconds), strings.Join(parts, ", "), profile)
-	}
 }

@@ -82,7 +82,10 @@ func TestFailureMessage(t *testing.T) {
 }
 
 func TestWaitBackoff(t *testing.T) {
-	r := &reconciler{waits: map[mcreconcile.Request]int{}}
+	h := newHubHarness(t)
+	h.start()
+	h.engage("ws", "a")
+	r := &reconciler{workspaces: h.hub, waits: newRecords[int]()}
 	req := mcreconcile.Request{ClusterName: "ws", Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: "x"}}}
 	var got []time.Duration
 	for range 10 {
@@ -93,7 +96,7 @@ func TestWaitBackoff(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("waits %v, want %v", got, want)
 	}
-	if n := r.waited(req, false); n != 0 || len(r.waits) != 0 {
+	if n := r.waited(req, false); n != 0 || r.waits.len() != 0 {
 		t.Errorf("a pass that does not wait must forget the count: %d, %v", n, r.waits)
 	}
 	if n := r.waited(req, true); n != 1 {

@@ -223,16 +223,17 @@ func TestPassTrace(t *testing.T) {
 		verbosity int
 		res       reconcile.Result
 		err       error
+		cause     error
 		want      string
 	}{
-		{0, reconcile.Result{}, nil, ""},
-		{1, reconcile.Result{RequeueAfter: time.Second}, nil,
-			`"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "requeueAfter"="1s"`},
-		{1, reconcile.Result{}, errors.New("boom"), `"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "error"="boom"`},
+		{0, reconcile.Result{}, nil, nil, ""},
+		{1, reconcile.Result{RequeueAfter: time.Second}, nil, errors.New("fenced"),
+			`"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "requeueAfter"="1s" "cause"="fenced"`},
+		{1, reconcile.Result{}, errors.New("boom"), nil, `"level"=1 "msg"="Sync pass" "took"="<t>" "queued"="250ms" "event"="2026-11-26T09:59:59.75Z" "writes"="metadata success at 2ms for 310ms, create conflict at 313ms for 9ms" "error"="boom"`},
 	} {
 		var got string
 		l := funcr.New(func(_, args string) { got = args }, funcr.Options{Verbosity: tc.verbosity})
-		p.trace(log.IntoContext(t.Context(), l), tc.res, tc.err)
+		p.trace(log.IntoContext(t.Context(), l), tc.res, tc.err, tc.cause)
 		// The pass's duration is measured now; the rest is fixed.
 		if i, j := strings.Index(got, `"took"="`), strings.Index(got, `" "queued"`); i >= 0 && j > i {
 			got = got[:i] + `"took"="<t>` + got[j:]
@@ -246,18 +247,11 @@ func TestPassTrace(t *testing.T) {
 // TestCacheBehind: a pass that finds the kcp object at a version its last
 // pass wrote over waits for the cache, for cacheBehindMax at most; any
 // other version, a gone workspace or object, or a pass without such
-// writes forgets the record, and a workspace that disengaged keeps none.
+// writes forgets the record.
 func TestCacheBehind(t *testing.T) {
-	h := newHubHarness(t)
-	r := &reconciler{workspaces: h.hub, waits: map[mcreconcile.Request]int{}, conflicts: map[mcreconcile.Request]int{}, overwritten: map[mcreconcile.Request]overwrite{}}
-	h.hub.disengaged = r.forgetWorkspace
-	h.start()
+	r, h := newRecordingReconciler(t)
 	h.engage("ws", "a")
-	h.engage("other", "a")
-	req := func(ws, name string) mcreconcile.Request {
-		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}}
-	}
-	a, b, c := req("ws", "a"), req("ws", "b"), req("other", "c")
+	a, b := recordReq("ws", "a"), recordReq("ws", "b")
 	t0 := time.Unix(1000, 0)
 	for i, step := range []struct {
 		do   func()
@@ -277,17 +271,6 @@ func TestCacheBehind(t *testing.T) {
 		{do: func() { r.wroteOver(a, []string{"9"}, t0) }, req: a, rv: "9", at: cacheBehindMax - time.Second, want: true},
 		{req: a, rv: "9", at: cacheBehindMax, want: false},
 		{req: a, rv: "9", want: false},
-		// A workspace that disengages takes its records along, and one
-		// that is not engaged gets none.
-		{do: func() {
-			r.wroteOver(a, []string{"10"}, t0)
-			r.wroteOver(c, []string{"10"}, t0)
-			r.streak(r.conflicts, a, true)
-			r.waited(a, true)
-			h.cancel["ws"]()
-			eventually(t, "the workspace to disengage", func() bool { _, ok := h.hub.workspace("ws"); return !ok })
-		}, req: c, rv: "10", want: true},
-		{do: func() { r.wroteOver(b, []string{"11"}, t0) }, req: b, rv: "11", want: false},
 	} {
 		if step.do != nil {
 			step.do()
@@ -296,9 +279,82 @@ func TestCacheBehind(t *testing.T) {
 			t.Errorf("step %d: cacheBehind(%s, %s) = %v, want %v", i, step.req.Name, step.rv, got, step.want)
 		}
 	}
+	if n := r.overwritten.len(); n != 0 {
+		t.Errorf("%d records left", n)
+	}
+}
+
+func recordReq(ws, name string) mcreconcile.Request {
+	return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}}
+}
+
+// newRecordingReconciler is a reconciler with records over a started hub
+// whose disengagements reach it.
+func newRecordingReconciler(t *testing.T) (*reconciler, *hubHarness) {
+	h := newHubHarness(t)
+	r := &reconciler{workspaces: h.hub, waits: newRecords[int](), conflicts: newRecords[int](), overwritten: newRecords[overwrite]()}
+	h.hub.disengaged = r.forgetWorkspace
+	h.start()
+	return r, h
+}
+
+// countRecords returns the reconciler's records: waits, conflicts and
+// overwritten versions.
+func countRecords(r *reconciler) (int, int, int) {
 	r.streakMu.Lock()
 	defer r.streakMu.Unlock()
-	if len(r.overwritten) != 1 || len(r.waits) != 0 || len(r.conflicts) != 0 {
-		t.Errorf("records left: %v, waits %v, conflicts %v; want only other/c's", r.overwritten, r.waits, r.conflicts)
+	return r.waits.len(), r.conflicts.len(), r.overwritten.len()
+}
+
+// TestRecordsFollowEngagement: a workspace that disengages takes its
+// records along, a pass that ends after that records nothing, and a
+// disengagement reported late does not take the records of the
+// workspace's next engagement.
+func TestRecordsFollowEngagement(t *testing.T) {
+	r, h := newRecordingReconciler(t)
+	forgotten := make(chan string, 4)
+	release := make(chan struct{})
+	h.hub.disengaged = func(name string) {
+		<-release
+		r.forgetWorkspace(name)
+		forgotten <- name
+	}
+	h.engage("ws", "a")
+	h.engage("other", "a")
+	a, c := recordReq("ws", "a"), recordReq("other", "c")
+	t0 := time.Unix(1000, 0)
+
+	record := func(req mcreconcile.Request) {
+		r.wroteOver(req, []string{"10"}, t0)
+		r.streak(r.conflicts, req, true)
+		r.waited(req, true)
+	}
+	record(a)
+	record(c)
+	h.cancel["ws"]()
+	close(release)
+	if got := <-forgotten; got != "ws" {
+		t.Fatalf("forgot %s, want ws", got)
+	}
+	// A pass of ws that ends now records nothing.
+	record(recordReq("ws", "b"))
+	if w, cf, o := countRecords(r); w != 1 || cf != 1 || o != 1 {
+		t.Errorf("after ws left: %d waits, %d conflicts, %d versions; want other/c's only (1, 1, 1)", w, cf, o)
+	}
+
+	// ws leaves and comes back before its leaving is reported.
+	release = make(chan struct{})
+	h.engage("ws", "a")
+	h.cancel["ws"]()
+	eventually(t, "ws to leave the hub", func() bool { _, ok := h.hub.workspace("ws"); return !ok })
+	h.engage("ws", "a")
+	record(a)
+	close(release)
+	<-forgotten
+	if !r.cacheBehind(a, "10", t0) {
+		t.Error("a late report of ws leaving dropped the records of its new engagement")
+	}
+	if w, cf, _ := countRecords(r); w != 2 || cf != 2 {
+		t.Errorf("after ws came back: %d waits, %d conflicts; want ws/a's and other/c's", w, cf)
 	}
 }

@@ -1,0 +1,41 @@
+package sync
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+// TestRecords: values per object, a count over all workspaces, and a
+// workspace's records dropped at once.
+func TestRecords(t *testing.T) {
+	req := func(ws, name string) mcreconcile.Request {
+		return mcreconcile.Request{ClusterName: ws, Request: reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}}
+	}
+	r := newRecords[int]()
+	for i, step := range []struct {
+		do      func()
+		wantLen int
+		wantWS  int
+	}{
+		{do: func() { r.set(req("a", "x"), 1); r.set(req("a", "y"), 2); r.set(req("b", "x"), 3) }, wantLen: 3, wantWS: 2},
+		{do: func() { r.set(req("a", "x"), 4) }, wantLen: 3, wantWS: 2}, // an update counts once
+		{do: func() { r.delete(req("a", "nothing")); r.delete(req("c", "x")) }, wantLen: 3, wantWS: 2},
+		{do: func() { r.delete(req("b", "x")) }, wantLen: 2, wantWS: 1}, // a workspace's last record takes its map along
+		{do: func() { r.dropWorkspace("a"); r.dropWorkspace("c") }, wantLen: 0, wantWS: 0},
+	} {
+		step.do()
+		if r.len() != step.wantLen || len(r.byWorkspace) != step.wantWS {
+			t.Errorf("step %d: len %d over %d workspaces, want %d over %d", i, r.len(), len(r.byWorkspace), step.wantLen, step.wantWS)
+		}
+	}
+	r.set(req("a", "x"), 5)
+	if v, ok := r.get(req("a", "x")); !ok || v != 5 {
+		t.Errorf("get = %d, %v; want 5", v, ok)
+	}
+	if _, ok := r.get(req("b", "x")); ok {
+		t.Error("a deleted record is still there")
+	}
+}
