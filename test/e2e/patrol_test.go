@@ -59,23 +59,35 @@ func TestPatrolRepairsDrift(t *testing.T) {
 		}
 		return "", nil
 	}
-	p := state.Primary{Remote: objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "stateless"}, APIVersion: kcpThing.GroupVersion().String(), Kind: kcpThing.Kind}
-	stateSecret := &corev1.Secret{}
-	stateSecret.SetNamespace(framework.AgentNamespace)
-	stateSecret.SetName(state.SecretName(p))
-	stateExists := func(ctx context.Context) (bool, error) {
-		err := f.Service.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(stateSecret), &corev1.Secret{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+	stateOf := func(name string) *corev1.Secret {
+		p := state.Primary{Remote: objmeta.Remote{Cluster: cluster, Namespace: "default", Name: name}, APIVersion: kcpThing.GroupVersion().String(), Kind: kcpThing.Kind}
+		s := &corev1.Secret{}
+		s.SetNamespace(framework.AgentNamespace)
+		s.SetName(state.SecretName(p))
+		return s
 	}
+	hasState := func(name string) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			err := f.Service.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(stateOf(name)), &corev1.Secret{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		}
+	}
+	stateSecret, stateExists := stateOf("stateless"), hasState("stateless")
 	deleteState := func() {
 		t.Helper()
 		framework.WaitFor(t, syncTimeout, "the state Secret of stateless", stateExists)
 		framework.Must(t, f.Service.Client.Delete(ctx, stateSecret.DeepCopy()), "delete the state Secret of stateless")
 	}
 
+	// Both passes must have ended (a copy appears before its pass writes
+	// the state Secret): the copy of an object without state is reapplied
+	// from kcp at the restart, and the edit would be gone.
+	for _, name := range []string{"edited", "stateless"} {
+		framework.WaitFor(t, syncTimeout, "the state Secret of "+name, hasState(name))
+	}
 	agent.Stop(30 * time.Second)
 	items, err := localCopies(ctx, f.Service.Client, cluster)
 	framework.Must(t, err, "list the local copies")
