@@ -26,7 +26,7 @@ FUZZTIME     ?= 5s
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz`.
 FUZZ_TARGETS := ./internal/sync/naming:FuzzDefaultNames ./internal/sync/naming:FuzzNamingPatterns \
 	./internal/mutation:FuzzApply ./internal/projection:FuzzProject ./internal/sync/state:FuzzDecode
-UNIT_PKGS    := ./cmd/... ./internal/... ./hack/apidocs/... ./test/bench/... ./test/chart/... ./test/invariant/...
+UNIT_PKGS    := ./cmd/... ./internal/... ./hack/apidocs/... ./test/bench/... ./test/chart/... ./test/invariant/... ./test/e2e/framework/...
 
 BUILD_TOOL := hack/build-tool.sh
 
@@ -35,25 +35,39 @@ build: ## Build the agent binary into $(BIN_DIR).
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN_DIR)/api-syncagent ./cmd/api-syncagent
 
 # The test bed: each target prints nothing but builds the binary when missing.
+# KCP_VERSION picks the kcp of the test bed (e2e, soak, bench, demo); each
+# version has its wrapper module hack/testbed/kcp-<major.minor>.
+KCP_VERSIONS := 0.28.1 0.32.2
+KCP_VERSION  ?= 0.32.2
+ifeq ($(filter $(KCP_VERSION),$(KCP_VERSIONS)),)
+$(error KCP_VERSION=$(KCP_VERSION) is not one of the test bed's kcp versions: $(KCP_VERSIONS))
+endif
+kcp_build = $(BUILD_TOOL) hack/testbed/kcp-$(basename $(1)) github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/$(2) $(2)
+
 .PHONY: testbed
-testbed: ## Build kcp (and its front-proxy), kube-apiserver, etcd and kubectl from the Go module proxy (cached).
-	@$(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp >/dev/null
-	@$(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy kcp-front-proxy >/dev/null
+testbed: ## Build kcp KCP_VERSION (and its front-proxy), kube-apiserver, etcd and kubectl from the Go module proxy (cached).
+	@$(call kcp_build,$(KCP_VERSION),kcp) >/dev/null
+	@$(call kcp_build,$(KCP_VERSION),kcp-front-proxy) >/dev/null
 	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver >/dev/null
 	@$(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl >/dev/null
 	@$(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd >/dev/null
-	@echo "test bed ready in $(CACHE_DIR)/testbed"
+	@echo "test bed (kcp $(KCP_VERSION)) ready in $(CACHE_DIR)/testbed"
+
+.PHONY: testbeds
+testbeds: ## Build the test bed for every kcp version ($(KCP_VERSIONS)).
+	@set -e; for v in $(KCP_VERSIONS); do $(MAKE) --no-print-directory testbed KCP_VERSION=$$v; done
 
 # Paths of the test bed binaries (the build tool only prints once they exist).
 TESTBED_ENV = \
-	KCP_BIN=$$($(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp kcp) \
-	KCP_FRONT_PROXY_BIN=$$($(BUILD_TOOL) hack/testbed/kcp github.com/kcp-dev/kcp github.com/kcp-dev/kcp/cmd/kcp-front-proxy kcp-front-proxy) \
+	KCP_VERSION=$(KCP_VERSION) \
+	KCP_BIN=$$($(call kcp_build,$(KCP_VERSION),kcp)) \
+	KCP_FRONT_PROXY_BIN=$$($(call kcp_build,$(KCP_VERSION),kcp-front-proxy)) \
 	TEST_ASSET_KUBE_APISERVER=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver) \
 	TEST_ASSET_KUBECTL=$$($(BUILD_TOOL) hack/testbed/kubernetes k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl) \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
 
 .PHONY: test
-test: verify test-unit image-test fuzz test-e2e soak-short ## Everything CI runs: verify, unit tests, the image check, fuzzing (briefly), e2e tests and the short soak.
+test: verify test-unit image-test fuzz test-e2e soak-short test-e2e-other-kcp ## Everything CI runs: verify, unit tests, the image check, fuzzing (briefly), e2e tests and the short soak on kcp KCP_VERSION, the e2e tests on E2E_OTHER_KCP.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (with the race detector), the check of the PromQL the chart and docs ship (hack/promql), the image builder's tests (hack/image), the SDK's (sdk).
@@ -80,6 +94,16 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 	mkdir -p $(ARTIFACTS)
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(ARTIFACTS) \
 		go test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -p 1 -parallel $(E2E_PARALLEL) -run '$(E2E_RUN)' -v ./test/e2e/... 2>&1 | tee $(ARTIFACTS)/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|_test.go|agent log'
+
+# The e2e suite on the other kcp versions of the test bed, each with its
+# artifacts in $(ARTIFACTS)/kcp-<version>.
+E2E_OTHER_KCP ?= 0.28.1
+.PHONY: test-e2e-other-kcp
+test-e2e-other-kcp: ## The e2e tests on each kcp of E2E_OTHER_KCP (0.28.1).
+	@set -e; for v in $(E2E_OTHER_KCP); do \
+		echo "e2e tests on kcp $$v"; \
+		$(MAKE) --no-print-directory test-e2e KCP_VERSION=$$v ARTIFACTS=$(ARTIFACTS)/kcp-$$v; \
+	done
 
 # The soak (docs/reliability.md): seeded random operations, administrator
 # changes and faults (agent replicas, a kcp shard), then the invariant

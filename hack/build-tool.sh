@@ -4,12 +4,19 @@
 # so later runs (and CI on the same machine) reuse them; a missing binary is
 # rebuilt from the Go module proxy.
 #
+# A wrapper whose sources are not all on the module proxy has a prepare.sh
+# that puts them in place; it runs first (and does nothing once they are).
+#
 # usage: hack/build-tool.sh <wrapper dir> <module that sets the version> <package> <name> [subdir]
 set -euo pipefail
 
 dir=$1 module=$2 pkg=$3 name=$4 subdir=${5:-testbed}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/api-syncagent/$subdir
 export GONOSUMDB=github.com/kcp-dev GOFLAGS=-mod=readonly
+
+if [ -x "$dir/prepare.sh" ]; then
+  "$dir/prepare.sh"
+fi
 
 version=$(cd "$dir" && go list -m -f '{{.Version}}' "$module")
 out=$cache/$name-$version

@@ -1,7 +1,7 @@
 // Test-only module: generates the golden APIResourceSchema inputs and
 // results of internal/discovery with kcp's own crdpuller (the conversion
 // the reference agent uses), so the agent's module never depends on the kcp
-// server module. It repeats kcp's replace block like hack/testbed/kcp.
+// server module. It repeats kcp's replace block like hack/testbed/kcp-0.28.
 // Run it with `make golden-schemas`.
 module github.com/kcp-syncagent/api-syncagent/hack/refschema
 

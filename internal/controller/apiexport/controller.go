@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -36,10 +38,8 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
-	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -166,77 +166,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, updateErr
 	}
 
-	exportGRs := ownGRs(exp.Spec.Resources, prs)
+	exportGRs := export.OwnGRs(exp.Spec.Resources, prs)
 	return reconcile.Result{}, r.setConditions(ctx, prs, func(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
 		return exportReady(pr, exp, exportGRs)
 	})
 }
 
 // updateExport merges the schemas and claims into the APIExport, retrying
-// on conflicts with a fresh copy, and returns the stored export.
+// on conflicts with a fresh copy, and returns the stored export. It reads
+// the export unstructured and patches only the keys the agent owns, so that
+// fields of a newer kcp than the agent's types survive.
 func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.PublishedResource) (*kcpapisv1alpha2.APIExport, error) {
-	var ready []string
-	for _, pr := range prs {
-		if pr.Status.ResourceSchemaName != "" {
-			ready = append(ready, pr.Status.ResourceSchemaName)
-		}
-	}
-
-	exp := &kcpapisv1alpha2.APIExport{}
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(kcpapisv1alpha2.SchemeGroupVersion.WithKind("APIExport"))
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp); err != nil {
+		if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, current); err != nil {
 			return err
 		}
-		resources, added, removed := export.MergeResources(exp.Spec.Resources, ready)
-		required := export.RequiredClaims(prs, ownGRs(resources, prs))
-		claims, addedClaims := export.MergeClaims(exp.Spec.PermissionClaims, required)
-		v1alpha1Claims, described, err := export.V1alpha1Claims(exp.Annotations[export.V1alpha1ClaimsAnnotation], claims, required)
+		u, err := export.ComputeUpdate(current, prs, r.AgentName)
 		if err != nil {
+			return err
+		}
+		if u.ClaimsAnnotationErr != nil {
 			// kcp reads the annotation only for v1alpha1 clients; it is not
 			// ours to repair, and it must not stop the schemas and claims.
-			r.log.Error(err, "Not describing the claims for apis.kcp.io/v1alpha1 clients")
-			r.kcpRecorder.Eventf(exp, corev1.EventTypeWarning, ReasonInvalidClaimsAnnotation,
+			r.log.Error(u.ClaimsAnnotationErr, "Not describing the claims for apis.kcp.io/v1alpha1 clients")
+			r.kcpRecorder.Eventf(current, corev1.EventTypeWarning, ReasonInvalidClaimsAnnotation,
 				"Annotation %s is no list of permission claims; the agent's claims are not described for apis.kcp.io/v1alpha1 clients.", export.V1alpha1ClaimsAnnotation)
-			described = false
 		}
-
-		if len(added) == 0 && len(removed) == 0 && len(addedClaims) == 0 && !described &&
-			slices.EqualFunc(resources, exp.Spec.Resources, sameResource) && exp.Annotations[keys.AgentName] == r.AgentName {
+		if u.Patch == nil {
 			return nil
 		}
-		exp.Spec.Resources = resources
-		exp.Spec.PermissionClaims = claims
-		if exp.Annotations == nil {
-			exp.Annotations = map[string]string{}
-		}
-		exp.Annotations[keys.AgentName] = r.AgentName
-		if described {
-			exp.Annotations[export.V1alpha1ClaimsAnnotation] = v1alpha1Claims
-		}
-		if err := r.kcpClient.Update(ctx, exp); err != nil {
+		if err := r.kcpClient.Patch(ctx, current, ctrlruntimeclient.RawPatch(types.MergePatchType, u.Patch)); err != nil {
 			return err
 		}
 
-		r.log.Info("Updated APIExport", "added", added, "removed", removed, "claimsAdded", len(addedClaims))
-		if len(added) > 0 {
-			r.kcpRecorder.Eventf(exp, corev1.EventTypeNormal, ReasonAddingResourceSchemas, "Added resource schemas: %s", strings.Join(added, ", "))
+		r.log.Info("Updated APIExport", "added", u.Added, "removed", u.Removed, "claimsAdded", len(u.AddedClaims))
+		if len(u.Added) > 0 {
+			r.kcpRecorder.Eventf(current, corev1.EventTypeNormal, ReasonAddingResourceSchemas, "Added resource schemas: %s", strings.Join(u.Added, ", "))
 		}
-		if len(removed) > 0 {
-			r.kcpRecorder.Eventf(exp, corev1.EventTypeWarning, ReasonRemovingResourceSchemas, "Replaced resource schemas: %s", strings.Join(removed, ", "))
+		if len(u.Removed) > 0 {
+			r.kcpRecorder.Eventf(current, corev1.EventTypeWarning, ReasonRemovingResourceSchemas, "Replaced resource schemas: %s", strings.Join(u.Removed, ", "))
 		}
-		if len(addedClaims) > 0 {
-			r.kcpRecorder.Eventf(exp, corev1.EventTypeNormal, ReasonAddingPermissionClaims, "Added permission claims: %s", claimList(addedClaims))
+		if len(u.AddedClaims) > 0 {
+			r.kcpRecorder.Eventf(current, corev1.EventTypeNormal, ReasonAddingPermissionClaims, "Added permission claims: %s", claimList(u.AddedClaims))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed to update APIExport %s: %w", r.ExportName, err)
 	}
+	exp := &kcpapisv1alpha2.APIExport{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, exp); err != nil {
+		return nil, fmt.Errorf("failed to decode APIExport %s: %w", r.ExportName, err)
+	}
 	return exp, nil
-}
-
-func sameResource(a, b kcpapisv1alpha2.ResourceSchema) bool {
-	return a.Group == b.Group && a.Name == b.Name && a.Schema == b.Schema && (a.Storage.CRD != nil) == (b.Storage.CRD != nil)
 }
 
 func claimList(claims []export.Claim) string {
@@ -249,25 +233,6 @@ func claimList(claims []export.Claim) string {
 		parts = append(parts, gr)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// ownGRs returns the group/resources the export provides itself: those of
-// its schemas and of every selected PublishedResource's schema. For a
-// PublishedResource without a schema yet, an explicitly projected group and
-// plural are used (the plural of an unprojected type needs discovery).
-func ownGRs(resources []kcpapisv1alpha2.ResourceSchema, prs []syncagentv1alpha1.PublishedResource) sets.Set[schema.GroupResource] {
-	grs := sets.New[schema.GroupResource]()
-	for _, r := range resources {
-		grs.Insert(export.ResourceGR(r))
-	}
-	for _, pr := range prs {
-		if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok {
-			grs.Insert(gr)
-		} else if p := pr.Spec.Projection; p != nil && p.Group != "" && p.Plural != "" {
-			grs.Insert(schema.GroupResource{Group: p.Group, Resource: p.Plural})
-		}
-	}
-	return grs
 }
 
 // exportReady computes a PublishedResource's ExportReady condition.

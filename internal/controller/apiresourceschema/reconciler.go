@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
@@ -190,20 +191,20 @@ func sameSpec(a, b kcpapisv1alpha1.APIResourceSchemaSpec) (bool, error) {
 }
 
 // repairMetadata restores our agent label and annotation on an existing
-// schema in a single update (informational; a forbidden update is logged).
+// schema with a merge patch of just those keys (a typed update would drop
+// the fields of a newer kcp; informational, a forbidden patch is logged).
 func (r *Reconciler) repairMetadata(ctx context.Context, log logr.Logger, ars *kcpapisv1alpha1.APIResourceSchema) {
 	if ars.Labels[keys.AgentName] == r.AgentName && ars.Annotations[keys.AgentName] == r.AgentName {
 		return
 	}
-	if ars.Labels == nil {
-		ars.Labels = map[string]string{}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels":      map[string]string{keys.AgentName: r.AgentName},
+		"annotations": map[string]string{keys.AgentName: r.AgentName},
+	}})
+	if err == nil {
+		err = r.KcpClient.Patch(ctx, ars, ctrlruntimeclient.RawPatch(types.MergePatchType, patch))
 	}
-	if ars.Annotations == nil {
-		ars.Annotations = map[string]string{}
-	}
-	ars.Labels[keys.AgentName] = r.AgentName
-	ars.Annotations[keys.AgentName] = r.AgentName
-	if err := r.KcpClient.Update(ctx, ars); err != nil {
+	if err != nil {
 		log.Info("Could not repair the agent label of an APIResourceSchema", "error", err.Error())
 	}
 }

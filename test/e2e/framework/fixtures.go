@@ -158,7 +158,7 @@ func GrantAgentUser(t T, ws *Workspace, exportName, sliceName, user string) {
 			{APIGroups: []string{"core.kcp.io"}, Resources: []string{"logicalclusters"}, ResourceNames: []string{"cluster"}, Verbs: []string{"get"}},
 			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: []string{sliceName}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{exportName}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiresourceschemas"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiresourceschemas"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "create", "update", "patch"}},
 			{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{exportName}, Verbs: []string{"*"}},
 		},

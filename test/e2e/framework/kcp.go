@@ -78,13 +78,17 @@ func StartKcp(ctx context.Context, bin, dir, logDir string, extraArgs ...string)
 		"--root-directory=" + root,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
-		"--external-hostname=127.0.0.1",
 		"--shard-base-url=" + base,
 		"--shard-external-url=" + base,
 		fmt.Sprintf("--embedded-etcd-client-port=%d", etcdClient),
 		fmt.Sprintf("--embedded-etcd-peer-port=%d", etcdPeer),
 		"--token-auth-file=" + tokens,
 	}
+	versioned, err := versionedKcpArgs(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	args = append(args, versioned...)
 	args = append(args, extraArgs...)
 	proc, err := StartProcess("kcp", bin, filepath.Join(logDir, "kcp.log"), args, nil)
 	if err != nil {

@@ -117,7 +117,6 @@ func StartShardedKcp(t T) *Kcp {
 
 	common := []string{
 		"--bind-address=127.0.0.1",
-		"--external-hostname=127.0.0.1",
 		"--shard-external-url=" + proxyURL,
 		"--token-auth-file=" + file("tokens.csv"),
 		"--tls-cert-file=" + file("serving.crt"),

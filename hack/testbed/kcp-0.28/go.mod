@@ -1,7 +1,7 @@
 // Wrapper module that builds the kcp server of the e2e test bed from the Go
 // module proxy. It pins kcp and its SDK and repeats kcp's own replace block
 // (minus ./sdk, which the module proxy serves as github.com/kcp-dev/kcp/sdk).
-module github.com/kcp-syncagent/api-syncagent/hack/testbed/kcp
+module github.com/kcp-syncagent/api-syncagent/hack/testbed/kcp-0.28
 
 go 1.24.0
 

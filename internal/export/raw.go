@@ -1,0 +1,50 @@
+package export
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// KeepRaw returns the stored form of a merged list: every entry of merged
+// that equals (decoded into T) an entry of raw, the list as the server
+// stored it, is that raw entry unchanged, and only new entries are encoded
+// from T. T is the kcp 0.28 type the agent computes with; a newer kcp's
+// fields on an existing entry (a virtual resource's storage.virtual, a
+// claim's defaultSelector) are not in T and would be lost if the merged
+// list were written from T.
+func KeepRaw[T any](raw []any, merged []T) ([]any, error) {
+	decoded := make([]T, len(raw))
+	for i, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("list entry %d is a %T, not an object", i, r)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &decoded[i]); err != nil {
+			return nil, fmt.Errorf("failed to decode list entry %d: %w", i, err)
+		}
+	}
+	used := make([]bool, len(raw))
+	out := make([]any, 0, len(merged))
+	for _, e := range merged {
+		j := -1
+		for i := range decoded {
+			if !used[i] && equality.Semantic.DeepEqual(decoded[i], e) {
+				j = i
+				break
+			}
+		}
+		if j >= 0 {
+			used[j] = true
+			out = append(out, raw[j])
+			continue
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&e)
+		if err != nil {
+			return nil, fmt.Errorf("failed to encode list entry: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

@@ -1,0 +1,131 @@
+package export
+
+import (
+	"encoding/json"
+	"fmt"
+
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// Update is the agent's change to an APIExport.
+type Update struct {
+	// Patch is a JSON merge patch of the keys the agent owns, with the
+	// export's resourceVersion (a conflict when it changed since the read);
+	// nil when nothing changes.
+	Patch []byte
+	// Added and Removed name the schemas that enter or leave the export;
+	// AddedClaims are the claims added.
+	Added, Removed []string
+	AddedClaims    []Claim
+	// ClaimsAnnotationErr is set when the V1alpha1ClaimsAnnotation is no
+	// list of claims: the claims are then not described there (the rest of
+	// the update goes on).
+	ClaimsAnnotationErr error
+}
+
+// ComputeUpdate computes the agent's change to the APIExport current, as
+// stored (unstructured, so that fields of a newer kcp are kept): the ready
+// schemas of the PublishedResources and the claims they need are merged in,
+// and the agent's name is set. The patch holds only what changes: the
+// agent's annotations and whichever of spec.resources and
+// spec.permissionClaims changed, where every existing entry is written back
+// exactly as stored.
+func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.PublishedResource, agentName string) (Update, error) {
+	exp := &kcpapisv1alpha2.APIExport{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, exp); err != nil {
+		return Update{}, fmt.Errorf("failed to decode the APIExport: %w", err)
+	}
+	var ready []string
+	for _, pr := range prs {
+		if pr.Status.ResourceSchemaName != "" {
+			ready = append(ready, pr.Status.ResourceSchemaName)
+		}
+	}
+
+	var u Update
+	var resources []kcpapisv1alpha2.ResourceSchema
+	resources, u.Added, u.Removed = MergeResources(exp.Spec.Resources, ready)
+	required := RequiredClaims(prs, OwnGRs(resources, prs))
+	claims, addedClaims := MergeClaims(exp.Spec.PermissionClaims, required)
+	u.AddedClaims = addedClaims
+	claimsText, described, err := V1alpha1Claims(exp.Annotations[V1alpha1ClaimsAnnotation], claims, required)
+	if err != nil {
+		u.ClaimsAnnotationErr = err
+		described = false
+	}
+
+	spec := map[string]any{}
+	for _, l := range []struct {
+		field  string
+		merged func(raw []any) ([]any, error)
+	}{
+		{"resources", func(raw []any) ([]any, error) { return KeepRaw(raw, resources) }},
+		{"permissionClaims", func(raw []any) ([]any, error) { return KeepRaw(raw, claims) }},
+	} {
+		raw, _, err := unstructured.NestedSlice(current.Object, "spec", l.field)
+		if err != nil {
+			return Update{}, fmt.Errorf("spec.%s of the APIExport: %w", l.field, err)
+		}
+		merged, err := l.merged(raw)
+		if err != nil {
+			return Update{}, fmt.Errorf("spec.%s of the APIExport: %w", l.field, err)
+		}
+		// Order counts: the merge sorts, and a list in another order is
+		// written in the merge's order.
+		if !equality.Semantic.DeepEqual(raw, merged) {
+			spec[l.field] = merged
+		}
+	}
+	annotations := map[string]any{}
+	if exp.Annotations[keys.AgentName] != agentName {
+		annotations[keys.AgentName] = agentName
+	}
+	if described {
+		annotations[V1alpha1ClaimsAnnotation] = claimsText
+	}
+	if len(spec) == 0 && len(annotations) == 0 {
+		return u, nil
+	}
+
+	metadata := map[string]any{"resourceVersion": current.GetResourceVersion()}
+	if len(annotations) > 0 {
+		metadata["annotations"] = annotations
+	}
+	patch := map[string]any{"metadata": metadata}
+	if len(spec) > 0 {
+		patch["spec"] = spec
+	}
+	if u.Patch, err = json.Marshal(patch); err != nil {
+		return Update{}, fmt.Errorf("failed to encode the APIExport patch: %w", err)
+	}
+	return u, nil
+}
+
+// OwnGRs returns the group/resources the export provides itself: those of
+// its schemas and of every selected PublishedResource's schema. For a
+// PublishedResource without a schema yet, an explicitly projected group and
+// plural are used (the plural of an unprojected type needs discovery).
+func OwnGRs(resources []kcpapisv1alpha2.ResourceSchema, prs []syncagentv1alpha1.PublishedResource) sets.Set[schema.GroupResource] {
+	grs := sets.New[schema.GroupResource]()
+	for _, r := range resources {
+		grs.Insert(ResourceGR(r))
+	}
+	for _, pr := range prs {
+		if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok {
+			grs.Insert(gr)
+		} else if p := pr.Spec.Projection; p != nil && p.Group != "" && p.Plural != "" {
+			grs.Insert(schema.GroupResource{Group: p.Group, Resource: p.Plural})
+		}
+	}
+	return grs
+}

@@ -1,0 +1,156 @@
+package export
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// storedExport is an APIExport as a kcp 0.32 stores it after an
+// administrator added a virtual resource and a claim with a defaultSelector:
+// both are fields kcp 0.28's types do not have.
+const storedExport = `{
+  "apiVersion": "apis.kcp.io/v1alpha2",
+  "kind": "APIExport",
+  "metadata": {"name": "example.io", "resourceVersion": "42",
+    "annotations": {"syncagent.kcp.io/agent-name": "agent", "admin": "note",
+      "apis.v1alpha2.kcp.io/v1alpha1-permission-claims": "[{\"resource\":\"events\",\"all\":true}]"}},
+  "spec": {
+    "identity": {"secretRef": {"name": "example.io", "namespace": "kcp-system"}},
+    "resources": [
+      {"group": "admin.io", "name": "widgets", "schema": "v1.widgets.admin.io",
+       "storage": {"virtual": {"identityHash": "abc", "reference": {"apiGroup": "x.io", "kind": "Slice", "name": "s"}}}}
+    ],
+    "permissionClaims": [
+      {"group": "", "resource": "configmaps", "verbs": ["get", "list"], "identityHash": "",
+       "defaultSelector": {"matchLabels": {"team": "a"}}},
+      {"group": "", "resource": "events", "verbs": ["*"], "identityHash": ""}
+    ],
+    "futureField": {"kept": true}
+  }
+}`
+
+func decode(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(s), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// apply applies an update's patch to the stored object, as the API server does.
+func apply(t *testing.T, current *unstructured.Unstructured, u Update) map[string]any {
+	t.Helper()
+	orig, err := json.Marshal(current.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched, err := jsonpatch.MergePatch(orig, u.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(patched, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readyPR(schemaName string) syncagentv1alpha1.PublishedResource {
+	pr := syncagentv1alpha1.PublishedResource{}
+	pr.Status.ResourceSchemaName = schemaName
+	return pr
+}
+
+func TestComputeUpdateKeepsFieldsOfANewerKcp(t *testing.T) {
+	current := decode(t, storedExport)
+	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{readyPR("v9.things.example.io")}, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Patch == nil {
+		t.Fatal("no patch, want the new schema added")
+	}
+	if diff := cmp.Diff([]string{"v9.things.example.io"}, u.Added); diff != "" {
+		t.Errorf("added (-want +got):\n%s", diff)
+	}
+	got := apply(t, current, u)
+	want := decode(t, storedExport).Object
+	spec := want["spec"].(map[string]any)
+	// Sorted by resource.group: things.example.io before widgets.admin.io.
+	spec["resources"] = []any{
+		map[string]any{"group": "example.io", "name": "things", "schema": "v9.things.example.io", "storage": map[string]any{"crd": map[string]any{}}},
+		spec["resources"].([]any)[0],
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored export after the patch (-want +got):\n%s", diff)
+	}
+
+	var patch map[string]any
+	if err := json.Unmarshal(u.Patch, &patch); err != nil {
+		t.Fatal(err)
+	}
+	if rv := patch["metadata"].(map[string]any)["resourceVersion"]; rv != "42" {
+		t.Errorf("patch's resourceVersion = %v, want 42 (the update must conflict when the export changed)", rv)
+	}
+	if _, ok := patch["spec"].(map[string]any)["permissionClaims"]; ok {
+		t.Errorf("patch writes spec.permissionClaims, which did not change: %s", u.Patch)
+	}
+}
+
+func TestComputeUpdateWritesOnlyWhatChanges(t *testing.T) {
+	current := decode(t, storedExport)
+	u, err := ComputeUpdate(current, nil, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Patch != nil {
+		t.Errorf("patch %s for an export that has all it needs", u.Patch)
+	}
+
+	u, err = ComputeUpdate(current, nil, "other-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(u.Patch, &patch); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"metadata": map[string]any{"resourceVersion": "42", "annotations": map[string]any{keys.AgentName: "other-agent"}}}
+	if diff := cmp.Diff(want, patch); diff != "" {
+		t.Errorf("patch (-want +got):\n%s", diff)
+	}
+}
+
+func TestComputeUpdateAddsClaimsBesideAnAdministratorsSelector(t *testing.T) {
+	current := decode(t, storedExport)
+	pr := readyPR("v9.things.example.io")
+	pr.Spec.Related = []syncagentv1alpha1.RelatedResourceSpec{{Kind: "Secret", Origin: "kcp"}}
+	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{pr}, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := apply(t, current, u)
+	claims, _, _ := unstructured.NestedSlice(got, "spec", "permissionClaims")
+	var names []string
+	for _, c := range claims {
+		names = append(names, c.(map[string]any)["resource"].(string))
+	}
+	if diff := cmp.Diff([]string{"configmaps", "events", "namespaces", "secrets"}, names); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	if sel, _, _ := unstructured.NestedMap(claims[0].(map[string]any), "defaultSelector"); sel == nil {
+		t.Errorf("the administrator's defaultSelector is gone: %v", claims[0])
+	}
+	if diff := cmp.Diff([]Claim{{Resource: "namespaces"}, {Resource: "secrets"}}, u.AddedClaims); diff != "" {
+		t.Errorf("added claims (-want +got):\n%s", diff)
+	}
+}
