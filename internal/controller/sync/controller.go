@@ -709,6 +709,17 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
 	}
 	r.streak(r.conflicts, req, false)
+	var refused *syncer.RefusedError
+	if errors.As(err, &refused) {
+		// Only the consumer's binding (or the service-side object's
+		// labels) can change this: said on both sides at every attempt
+		// (the recorders count repeats), counted as a failed pass, tried
+		// again like a wait.
+		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
+		recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, refused.ConsumerMessage())
+		r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, failureMessage(r.remoteGVK.Kind, req, err))
+		return reconcile.Result{RequeueAfter: waitBackoff(r.waited(req, true))}, nil
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, syncer.ErrConflict):
@@ -772,11 +783,20 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 func failureMessage(kind string, req mcreconcile.Request, err error) string {
 	cause := "an error; see the agent's log"
 	var notAllowed *related.NamespaceNotAllowedError
+	var refused *syncer.RefusedError
 	switch reason := apierrors.ReasonForError(err); {
 	case errors.Is(err, syncer.ErrConflict):
 		cause = "its local object belongs to someone else"
 	case errors.As(err, &notAllowed):
 		cause = fmt.Sprintf("a related object in service namespace %q, which is neither the local copy's nor in spec.related[].allowedNamespaces", notAllowed.Namespace)
+	case errors.As(err, new(*syncer.RefusedError)):
+		refused := &syncer.RefusedError{}
+		errors.As(err, &refused)
+		cause = fmt.Sprintf("kcp refusing to write related object %q (%s) into the workspace: the consumer's APIBinding does not allow it "+
+			"(its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match)", refused.Identifier, refused.Kind)
+	case errors.As(err, &refused):
+		cause = fmt.Sprintf("kcp refusing to write related object %q (%s) into the workspace: the consumer's APIBinding does not allow it "+
+			"(its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match)", refused.Identifier, refused.Kind)
 	case errors.Is(err, related.ErrEmptySelector):
 		cause = "a related label selector whose templated keys all rendered empty (nothing is selected)"
 	case reason != metav1.StatusReasonUnknown:
@@ -860,6 +880,8 @@ func errorReason(err error) string {
 		return syncer.ReasonObjectConflict
 	case errors.As(err, &notAllowed):
 		return "NamespaceNotAllowed"
+	case errors.As(err, new(*syncer.RefusedError)):
+		return syncer.ReasonRelatedObjectRefused
 	case errors.Is(err, related.ErrEmptySelector):
 		return "EmptySelector"
 	case knownReasons.Has(reason):

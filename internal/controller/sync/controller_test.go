@@ -60,6 +60,14 @@ func TestFailureMessage(t *testing.T) {
 			want: `Synchronizing Thing default/db in workspace 1x2y failed with a related object in service namespace "kube-system", which is neither the local copy's nor in spec.related[].allowedNamespaces.`,
 		},
 		{
+			name: "a related object kcp refused to write names the entry and kind, never kcp's text",
+			req:  req("default", "db"),
+			err: &syncer.RefusedError{Identifier: "creds", Kind: "Secret", Namespace: "default", Name: "db-creds",
+				Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "db-creds", errors.New("object does not match required labels "+secretText))},
+			want: `Synchronizing Thing default/db in workspace 1x2y failed with kcp refusing to write related object "creds" (Secret) into the workspace: ` +
+				`the consumer's APIBinding does not allow it (its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match).`,
+		},
+		{
 			name: "an empty related selector",
 			req:  req("default", "db"),
 			err:  fmt.Errorf("related \"creds\": %w", related.ErrEmptySelector),

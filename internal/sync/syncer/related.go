@@ -64,7 +64,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 	res := Result{}
 	annotations := map[string]string{}
 	keep := sets.New[string]()
-	var conflict error
+	var deferred error // the first conflict or refusal
 	for _, e := range s.Related {
 		pairs, err := e.Resolve(ctx, primaries, readers)
 		if err != nil {
@@ -75,9 +75,13 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 			r, err := s.syncRelatedObject(ctx, ws, obj, e, state.Related{Primary: p, RelatedRecord: rec}, pair.Origin)
 			res.add(r)
 			keep.Insert(state.RelatedSecretName(state.Related{Primary: p, RelatedRecord: rec}))
+			var refused *RefusedError
 			switch {
-			case errors.Is(err, ErrConflict):
-				conflict = err
+			case errors.Is(err, ErrConflict), errors.As(err, &refused):
+				// Someone else decides: the other related objects go on.
+				if deferred == nil {
+					deferred = err
+				}
 				continue
 			case err != nil:
 				return res, err
@@ -98,7 +102,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 	if err != nil {
 		return res, err
 	}
-	return res, conflict
+	return res, deferred
 }
 
 func (r *Result) add(o Result) {
@@ -301,6 +305,9 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		if destType.Namespaced && destKey.Namespace != "" {
 			created, err := ensureNamespace(ctx, destClient, destKey.Namespace)
 			if err != nil {
+				if r := refusal(e, "Namespace", types.NamespacedName{Name: destKey.Namespace}, err); r != nil {
+					return res, r
+				}
 				return res, err
 			}
 			if created {
@@ -329,6 +336,9 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 				res.Requeue = true
 				return res, nil
 			}
+			if r := refusal(e, rec.Destination.Kind, destKey, err); r != nil {
+				return res, r
+			}
 			return res, fmt.Errorf("failed to create related destination %s: %w", destKey, err)
 		}
 		res.Writes++
@@ -344,6 +354,9 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 					// Deleted since it was read: the next pass creates it again.
 					res.Requeue = true
 					return res, nil
+				}
+				if r := refusal(e, rec.Destination.Kind, destKey, err); r != nil {
+					return res, r
 				}
 				return res, fmt.Errorf("failed to patch related destination %s: %w", destKey, err)
 			}

@@ -88,8 +88,10 @@ type relatedEnvOptions struct {
 	kcpObjects, serviceObjs []ctrlruntimeclient.Object
 	// kcpGet, if set, answers the kcp client's Gets of Credentials;
 	// kcpStatus, if set, its status writes first.
-	kcpGet                   func(key ctrlruntimeclient.ObjectKey) error
-	kcpStatus                func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
+	kcpGet    func(key ctrlruntimeclient.ObjectKey) error
+	kcpStatus func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
+	// kcpCreate, if set, answers the kcp client's creates first.
+	kcpCreate                func(obj ctrlruntimeclient.Object) error
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
 	kcpCredsWithoutHasStatus bool // discovery reports no status subresource for kcp Credentials
 }
@@ -106,7 +108,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	}
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).
-			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus)).Build(),
+			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus, o.kcpCreate)).Build(),
 		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
@@ -148,7 +150,8 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 // kcpServer makes the kcp fake behave like a server where it matters for
 // ownership: created objects get a UID, a delete with a UID precondition
 // of another object conflicts; get (if set) answers Gets of Credentials.
-func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error) interceptor.Funcs {
+func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error,
+	create func(obj ctrlruntimeclient.Object) error) interceptor.Funcs {
 	return interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
 			if status != nil {
@@ -159,6 +162,11 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+			if create != nil {
+				if err := create(obj); err != nil {
+					return err
+				}
+			}
 			if obj.GetUID() == "" {
 				obj.SetUID(uuid.NewUUID())
 			}
@@ -463,6 +471,49 @@ func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
 	if diff := cmp.Diff(wantState, e.relatedStateNames(t)); diff != "" {
 		t.Errorf("related state Secrets (-want +got):\n%s", diff)
 	}
+	e.assertSteady(t)
+}
+
+// TestSyncer_related_refusedByKcp: kcp refuses (403) to write one related
+// object into the workspace (the consumer's claim selector excludes it):
+// the pass goes on with the others, ends with a RefusedError that names
+// it, records no state for it, and places it once kcp accepts it.
+func TestSyncer_related_refusedByKcp(t *testing.T) {
+	refuse := true
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{
+			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
+			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
+		},
+		kcpCreate: func(obj ctrlruntimeclient.Object) error {
+			if refuse && obj.GetName() == "a-creds" {
+				return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName(),
+					errors.New("object does not match required labels"))
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds", "b-creds"}}, nil)
+	_, err := e.converge(t, "default", "foo")
+	var refused *RefusedError
+	if !errors.As(err, &refused) {
+		t.Fatalf("err = %v, want a RefusedError", err)
+	}
+	if refused.Identifier != "creds" || refused.Kind != "Credential" || refused.Namespace != "default" || refused.Name != "a-creds" {
+		t.Errorf("refusal names %+v, want entry creds, Credential default/a-creds", refused)
+	}
+	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") != nil {
+		t.Error("the refused object exists in kcp")
+	}
+	mustGet(t, e.kcp, kcpCredGVK, "default", "b-creds")
+	if diff := cmp.Diff([]string{relatedState("creds", "service", serviceCredGVK, cluster, "b-creds")}, e.relatedStateNames(t)); diff != "" {
+		t.Errorf("related state Secrets (-want +got):\n%s", diff)
+	}
+
+	refuse = false
+	e.mustConverge(t)
+	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
 	e.assertSteady(t)
 }
 

@@ -1,0 +1,54 @@
+package syncer
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+)
+
+// ReasonRelatedObjectRefused (ours, Warning): kcp refused to write a
+// related object into the consumer's workspace.
+const ReasonRelatedObjectRefused = "RelatedObjectRefused"
+
+// RefusedError is kcp's refusal (403 Forbidden) to write a related object
+// into a consumer's workspace: the consumer's APIBinding does not allow it
+// (the claim for its type is not accepted, is accepted with fewer verbs,
+// or, since kcp 0.32, with a label selector the object does not match).
+// Only the consumer (or the labels of the service-side object) can change
+// that, so the pass goes on with the other related objects, and the
+// object is tried again with backoff.
+type RefusedError struct {
+	// Identifier is the related entry's identifier.
+	Identifier string
+	// Kind, Namespace and Name name the object in kcp.
+	Kind, Namespace, Name string
+	Err                   error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("kcp refused to write related object %q (%s %s): %v", e.Identifier, e.Kind, objmeta.QualifiedName(e.Namespace, e.Name), e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// ConsumerMessage is the text of the Event on the consumer's object: what
+// was refused and what decides it, never kcp's error text.
+func (e *RefusedError) ConsumerMessage() string {
+	return fmt.Sprintf("The related %s %s could not be written into this workspace: the APIBinding does not allow it "+
+		"(the permission claim for its type is not accepted, is accepted with fewer verbs, or with a label selector that excludes it). "+
+		"The service provider has been notified.", e.Kind, objmeta.QualifiedName(e.Namespace, e.Name))
+}
+
+// refusal returns a RefusedError for err when err is kcp's 403 for a write
+// of entry e into the workspace (a service-origin entry's destination),
+// else nil.
+func refusal(e *related.Entry, kind string, key types.NamespacedName, err error) error {
+	if e.Origin != related.SideService || !apierrors.IsForbidden(err) {
+		return nil
+	}
+	return &RefusedError{Identifier: e.Identifier, Kind: kind, Namespace: key.Namespace, Name: key.Name, Err: err}
+}

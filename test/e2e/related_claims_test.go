@@ -1,0 +1,128 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// bindWithSecretsSelector binds a new consumer workspace to the export,
+// accepting the secrets claim only for Secrets that selector matches and
+// every other claim for all objects.
+func bindWithSecretsSelector(t *testing.T, f *framework.Fixture, claims []kcpapisv1alpha2.PermissionClaim, selector metav1.LabelSelector) *framework.Workspace {
+	t.Helper()
+	ws := f.Kcp.CreateWorkspace(t, f.Org.Path, framework.RandomName("consumer"), "universal")
+	var accepted []kcpapisv1alpha2.AcceptablePermissionClaim
+	for _, c := range claims {
+		sel := kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true}
+		if c.Group == "" && c.Resource == "secrets" {
+			sel = kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: selector}
+		}
+		accepted = append(accepted, kcpapisv1alpha2.AcceptablePermissionClaim{
+			ScopedPermissionClaim: kcpapisv1alpha2.ScopedPermissionClaim{PermissionClaim: c, Selector: sel},
+			State:                 kcpapisv1alpha2.ClaimAccepted,
+		})
+	}
+	binding := &kcpapisv1alpha2.APIBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: f.Export.Name},
+		Spec: kcpapisv1alpha2.APIBindingSpec{
+			Reference:        kcpapisv1alpha2.BindingReference{Export: &kcpapisv1alpha2.ExportBindingReference{Path: f.Org.Path, Name: f.Export.Name}},
+			PermissionClaims: accepted,
+		},
+	}
+	framework.Must(t, ws.Client.Create(t.Context(), binding), "create APIBinding with a secrets selector")
+	framework.WaitBound(t, ws, binding.Name)
+	return ws
+}
+
+// TestRelatedOutsideTheClaimSelector: on kcp 0.32 a consumer accepts the
+// secrets claim only for Secrets labelled tier=gold, and the service's
+// related Secret (origin service) has no such label. kcp refuses to write
+// it into the workspace: the consumer's Thing and the PublishedResource get
+// a RelatedObjectRefused Warning that says why, the refusal is counted,
+// retried with backoff (not in a hot loop), and nothing is lost: the local
+// copy syncs, the service Secret is untouched. Once the service owner
+// labels the Secret, its copy arrives in the workspace.
+func TestRelatedOutsideTheClaimSelector(t *testing.T) {
+	t.Parallel()
+	framework.RequireKcpMinor(t, 32, "the virtual workspace's check of writes against a claim's label selector")
+	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
+			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
+			Watch: &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
+		}}
+	})
+	f, _, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()}, []*syncagentv1alpha1.PublishedResource{pr}, 0)
+	ctx := t.Context()
+	svc := f.Service.Client
+	exp, err := getExport(ctx, f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	consumer := bindWithSecretsSelector(t, f, exp.Spec.PermissionClaims, metav1.LabelSelector{
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"gold"}}},
+	})
+
+	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpThing, "default", "a", map[string]any{"secretName": "creds"})), "create Thing")
+	var local string
+	framework.WaitFor(t, syncTimeout, "the local copy", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, svc, consumer.ClusterName)
+		if err != nil || len(items) != 1 {
+			return false, err
+		}
+		local = items[0].GetName()
+		return true, nil
+	})
+	copyObj := waitLocal(t, svc, localThing, consumer.ClusterName, local)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: consumer.ClusterName, Name: "creds", Labels: map[string]string{"tier": "bronze"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Thing", Name: local, UID: copyObj.GetUID()}}},
+		Data: map[string][]byte{"password": []byte("s3cret")},
+	}
+	framework.Must(t, svc.Create(ctx, secret), "create the service Secret")
+
+	framework.WaitFor(t, syncTimeout, "RelatedObjectRefused on the Thing in kcp and on the PublishedResource", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, consumer, "default", "a")[syncerReasonRefused] && eventReasons(ctx, f, "things")[syncerReasonRefused], nil
+	})
+	if err := getObject(ctx, consumer.Client, &corev1.Secret{}, "default", "creds"); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused Secret in kcp: err = %v, want NotFound", err)
+	}
+
+	// Retried with backoff: over 20 s a hot loop would make hundreds of
+	// attempts, the backoff (2 s doubling) about four.
+	first := metricValue(t, agent, "sync_agent_sync_errors_total", `reason="`+syncerReasonRefused+`"`)
+	time.Sleep(20 * time.Second)
+	if n := metricValue(t, agent, "sync_agent_sync_errors_total", `reason="`+syncerReasonRefused+`"`) - first; n < 1 || n > 8 {
+		t.Errorf("%v refusals counted in 20 s, want a few (retried with backoff)", n)
+	}
+	got := &corev1.Secret{}
+	framework.Must(t, getObject(ctx, svc, got, consumer.ClusterName, "creds"), "get the service Secret")
+	if string(got.Data["password"]) != "s3cret" || got.Labels["tier"] != "bronze" {
+		t.Errorf("the service Secret changed: labels %v, data %v", got.Labels, got.Data)
+	}
+
+	// The service owner gives the Secret the label the consumer asks for.
+	got.Labels["tier"] = "gold"
+	framework.Must(t, svc.Update(ctx, got), "label the service Secret")
+	framework.WaitFor(t, syncTimeout, "the Secret's copy in kcp", func(ctx context.Context) (bool, error) {
+		copied := &corev1.Secret{}
+		if err := getObject(ctx, consumer.Client, copied, "default", "creds"); err != nil {
+			return false, nil //nolint:nilerr // not there yet
+		}
+		return string(copied.Data["password"]) == "s3cret", nil
+	})
+}
+
+const syncerReasonRefused = "RelatedObjectRefused"
