@@ -97,9 +97,9 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 
 # The e2e suite on the other kcp versions of the test bed, each with its
 # artifacts in $(ARTIFACTS)/kcp-<version>.
-E2E_OTHER_KCP ?= 0.28.1
+E2E_OTHER_KCP ?= $(filter-out $(KCP_VERSION),$(KCP_VERSIONS))
 .PHONY: test-e2e-other-kcp
-test-e2e-other-kcp: ## The e2e tests on each kcp of E2E_OTHER_KCP (0.28.1).
+test-e2e-other-kcp: ## The e2e tests on each kcp of E2E_OTHER_KCP (every test bed kcp but KCP_VERSION).
 	@set -e; for v in $(E2E_OTHER_KCP); do \
 		echo "e2e tests on kcp $$v"; \
 		$(MAKE) --no-print-directory test-e2e KCP_VERSION=$$v ARTIFACTS=$(ARTIFACTS)/kcp-$$v; \

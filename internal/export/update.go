@@ -80,9 +80,10 @@ func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.P
 		if err != nil {
 			return Update{}, fmt.Errorf("spec.%s of the APIExport: %w", l.field, err)
 		}
-		// Order counts: the merge sorts, and a list in another order is
-		// written in the merge's order.
-		if !equality.Semantic.DeepEqual(raw, merged) {
+		// Order does not count: the merge sorts, but a list that holds the
+		// same entries in another order (an administrator's, or a GitOps
+		// tool's) is not rewritten for that alone.
+		if !sameEntries(raw, merged) {
 			spec[l.field] = merged
 		}
 	}
@@ -128,4 +129,25 @@ func OwnGRs(resources []kcpapisv1alpha2.ResourceSchema, prs []syncagentv1alpha1.
 		}
 	}
 	return grs
+}
+
+// sameEntries reports whether a and b hold the same entries, in any order.
+func sameEntries(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	used := make([]bool, len(a))
+	for _, e := range b {
+		found := false
+		for i := range a {
+			if !used[i] && equality.Semantic.DeepEqual(a[i], e) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

@@ -116,6 +116,16 @@ func TestComputeUpdateWritesOnlyWhatChanges(t *testing.T) {
 		t.Errorf("patch %s for an export that has all it needs", u.Patch)
 	}
 
+	// The same claims in another order are not rewritten.
+	claims, _, _ := unstructured.NestedSlice(current.Object, "spec", "permissionClaims")
+	reordered := decode(t, storedExport)
+	if err := unstructured.SetNestedSlice(reordered.Object, []any{claims[1], claims[0]}, "spec", "permissionClaims"); err != nil {
+		t.Fatal(err)
+	}
+	if u, err = ComputeUpdate(reordered, nil, "agent"); err != nil || u.Patch != nil {
+		t.Errorf("patch %s (error %v) for an export whose claims are only in another order", u.Patch, err)
+	}
+
 	u, err = ComputeUpdate(current, nil, "other-agent")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
@@ -58,6 +59,9 @@ func TestExportKeepsFieldsOfANewerKcp(t *testing.T) {
 	exp, err := getRawExport(ctx, f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
 	identity, _, _ := unstructured.NestedString(exp.Object, "status", "identityHash")
+	if identity == "" {
+		t.Fatalf("the export has no identity hash yet: %v", exp.Object["status"])
+	}
 	virtual := map[string]any{
 		"group": "virtual.example.com", "name": "widgets", "schema": "v1.widgets.virtual.example.com",
 		"storage": map[string]any{"virtual": map[string]any{
@@ -69,18 +73,28 @@ func TestExportKeepsFieldsOfANewerKcp(t *testing.T) {
 		"group": "", "resource": "configmaps", "verbs": []any{"get", "list"}, "identityHash": "",
 		"defaultSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}},
 	}
-	for field, entry := range map[string]map[string]any{"resources": virtual, "permissionClaims": claim} {
-		list, _, _ := unstructured.NestedSlice(exp.Object, "spec", field)
-		framework.Must(t, unstructured.SetNestedSlice(exp.Object, append(list, entry), "spec", field), "add %s", field)
-	}
-	framework.Must(t, f.Org.Client.Update(ctx, exp), "add the administrator's entries to the export")
+	// As an administrator would with kubectl edit: read, append, write
+	// (kcp's controllers may write the export meanwhile: retried).
+	framework.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		exp, err := getRawExport(ctx, f.Org, f.Export.Name)
+		if err != nil {
+			return err
+		}
+		for field, entry := range map[string]map[string]any{"resources": virtual, "permissionClaims": claim} {
+			list, _, _ := unstructured.NestedSlice(exp.Object, "spec", field)
+			if err := unstructured.SetNestedSlice(exp.Object, append(list, entry), "spec", field); err != nil {
+				return err
+			}
+		}
+		return f.Org.Client.Update(ctx, exp)
+	}), "add the administrator's entries to the export")
 
 	// What the server stored is what the agent must keep.
 	exp, err = getRawExport(ctx, f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
 	wantVirtual := rawEntry(exp, "resources", map[string]string{"name": "widgets"})
 	wantClaim := rawEntry(exp, "permissionClaims", map[string]string{"resource": "configmaps"})
-	if wantVirtual["storage"].(map[string]any)["virtual"] == nil || wantClaim["defaultSelector"] == nil {
+	if v, _, _ := unstructured.NestedMap(wantVirtual, "storage", "virtual"); v == nil || wantClaim["defaultSelector"] == nil {
 		t.Fatalf("kcp did not store the administrator's fields: %v, %v", wantVirtual, wantClaim)
 	}
 

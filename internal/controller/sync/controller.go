@@ -329,6 +329,7 @@ func New(opts Options) (*Controller, error) {
 		kcpEvents:       opts.KcpEvents,
 		waits:           newRecords[int](),
 		conflicts:       newRecords[int](),
+		refusals:        newRecords[int](),
 		overwritten:     newRecords[overwrite](),
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
@@ -431,14 +432,16 @@ type reconciler struct {
 	// queue is the controller's (set when it starts).
 	queue *timedQueue
 
-	// waits and conflicts count the consecutive waiting passes and lost
-	// optimistic-lock races of each object; overwritten holds the
+	// waits, conflicts and refusals count the consecutive waiting passes,
+	// lost optimistic-lock races and passes with a related object kcp
+	// refused to write, of each object; overwritten holds the
 	// resourceVersions that the last pass of an object wrote over in kcp
 	// (see cacheBehind). A workspace's records go when it disengages, and
 	// one that is not engaged gets none.
 	streakMu    sync.Mutex
 	waits       *records[int]
 	conflicts   *records[int]
+	refusals    *records[int]
 	overwritten *records[overwrite]
 }
 
@@ -503,6 +506,7 @@ func (r *reconciler) forgetWorkspace(name string) {
 	}
 	r.waits.dropWorkspace(name)
 	r.conflicts.dropWorkspace(name)
+	r.refusals.dropWorkspace(name)
 	r.overwritten.dropWorkspace(name)
 }
 
@@ -631,6 +635,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		// The workspace is gone (unbound); nothing to do.
 		r.waited(req, false)
 		r.streak(r.conflicts, req, false)
+		r.streak(r.refusals, req, false)
 		r.wroteOver(req, nil, time.Time{})
 		return reconcile.Result{}, nil
 	}
@@ -709,16 +714,25 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
 	}
 	r.streak(r.conflicts, req, false)
-	var refused *syncer.RefusedError
-	if errors.As(err, &refused) {
-		// Only the consumer's binding (or the service-side object's
-		// labels) can change this: said on both sides at every attempt
-		// (the recorders count repeats), counted as a failed pass, tried
-		// again like a wait.
-		metrics.SyncErrors.WithLabelValues(r.pr.Name, errorReason(err)).Inc()
+	var refusedAfter time.Duration
+	if refused := (*syncer.RefusedError)(nil); errors.As(err, &refused) {
+		// Only the consumer's binding (or the labels of the service-side
+		// object) can change this: said on both sides at every attempt
+		// (the recorders count repeats), counted as a failed pass, logged
+		// with kcp's own words (the provider's log), tried again with a
+		// backoff of its own; what else the pass found still counts.
+		metrics.SyncErrors.WithLabelValues(r.pr.Name, syncer.ReasonRelatedObjectRefused).Inc()
+		log.FromContext(ctx).Info("kcp refused to write a related object", "error", refused.Error())
 		recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, refused.ConsumerMessage())
-		r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, failureMessage(r.remoteGVK.Kind, req, err))
-		return reconcile.Result{RequeueAfter: waitBackoff(r.waited(req, true))}, nil
+		r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, failureMessage(r.remoteGVK.Kind, req, refused))
+		refusedAfter = waitBackoff(r.streak(r.refusals, req, true))
+		if errors.Is(err, syncer.ErrConflict) {
+			Conflicts.WithLabelValues(r.pr.Name).Inc()
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, syncer.ErrConflict))
+		}
+		err = nil
+	} else {
+		r.streak(r.refusals, req, false)
 	}
 	if err != nil {
 		switch {
@@ -731,20 +745,22 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		}
 		return reconcile.Result{}, err
 	}
+	var after time.Duration
 	if n := r.waited(req, res.Waiting != ""); n > 0 {
 		if n == waitReportAfter {
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonObjectWaiting, "The object waits for the service provider, who has been notified.")
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonObjectWaiting,
 				fmt.Sprintf("%s %s in workspace %s waits: %s.", r.remoteGVK.Kind, objmeta.QualifiedName(req.Namespace, req.Name), req.ClusterName, res.Waiting))
 		}
-		if !res.Requeue {
-			return reconcile.Result{RequeueAfter: waitBackoff(n)}, nil
-		}
+		after = waitBackoff(n)
 	}
 	if res.Requeue {
-		return reconcile.Result{RequeueAfter: requeueAfterWrite}, nil
+		after = requeueAfterWrite
 	}
-	return reconcile.Result{}, nil
+	if refusedAfter > 0 && (after == 0 || refusedAfter < after) {
+		after = refusedAfter
+	}
+	return reconcile.Result{RequeueAfter: after}, nil
 }
 
 // vanished cleans up the local copy and state of a kcp object that is gone
@@ -789,11 +805,6 @@ func failureMessage(kind string, req mcreconcile.Request, err error) string {
 		cause = "its local object belongs to someone else"
 	case errors.As(err, &notAllowed):
 		cause = fmt.Sprintf("a related object in service namespace %q, which is neither the local copy's nor in spec.related[].allowedNamespaces", notAllowed.Namespace)
-	case errors.As(err, new(*syncer.RefusedError)):
-		refused := &syncer.RefusedError{}
-		errors.As(err, &refused)
-		cause = fmt.Sprintf("kcp refusing to write related object %q (%s) into the workspace: the consumer's APIBinding does not allow it "+
-			"(its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match)", refused.Identifier, refused.Kind)
 	case errors.As(err, &refused):
 		cause = fmt.Sprintf("kcp refusing to write related object %q (%s) into the workspace: the consumer's APIBinding does not allow it "+
 			"(its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match)", refused.Identifier, refused.Kind)

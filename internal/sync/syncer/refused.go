@@ -3,6 +3,7 @@ package syncer
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -26,7 +27,9 @@ type RefusedError struct {
 	Identifier string
 	// Kind, Namespace and Name name the object in kcp.
 	Kind, Namespace, Name string
-	Err                   error
+	// Existing is set when the agent's copy exists (an update was refused).
+	Existing bool
+	Err      error
 }
 
 func (e *RefusedError) Error() string {
@@ -45,9 +48,10 @@ func (e *RefusedError) ConsumerMessage() string {
 
 // refusal returns a RefusedError for err when err is kcp's 403 for a write
 // of entry e into the workspace (a service-origin entry's destination),
-// else nil.
-func refusal(e *related.Entry, kind string, key types.NamespacedName, err error) error {
-	if e.Origin != related.SideService || !apierrors.IsForbidden(err) {
+// else nil (callers compare it with nil before they return it as an error).
+func refusal(e *related.Entry, kind string, key types.NamespacedName, err error) *RefusedError {
+	// A namespace being deleted is not the binding's doing.
+	if e.Origin != related.SideService || !apierrors.IsForbidden(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return nil
 	}
 	return &RefusedError{Identifier: e.Identifier, Kind: kind, Namespace: key.Namespace, Name: key.Name, Err: err}

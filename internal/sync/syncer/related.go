@@ -64,7 +64,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 	res := Result{}
 	annotations := map[string]string{}
 	keep := sets.New[string]()
-	var deferred error // the first conflict or refusal
+	var deferred []error // conflicts and refusals
 	for _, e := range s.Related {
 		pairs, err := e.Resolve(ctx, primaries, readers)
 		if err != nil {
@@ -78,11 +78,12 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 			var refused *RefusedError
 			switch {
 			case errors.Is(err, ErrConflict), errors.As(err, &refused):
-				// Someone else decides: the other related objects go on.
-				if deferred == nil {
-					deferred = err
+				// Someone else decides: the other related objects go on. A
+				// copy that exists keeps its annotation.
+				deferred = append(deferred, err)
+				if refused == nil || !refused.Existing {
+					continue
 				}
-				continue
 			case err != nil:
 				return res, err
 			}
@@ -102,7 +103,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 	if err != nil {
 		return res, err
 	}
-	return res, deferred
+	return res, errors.Join(deferred...)
 }
 
 func (r *Result) add(o Result) {
@@ -332,6 +333,11 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		dest.SetName(destKey.Name)
 		if err := destClient.Create(ctx, dest, ctrlruntimeclient.FieldOwner(s.copyManager(rec))); err != nil {
 			if apierrors.IsAlreadyExists(err) {
+				if hidden, herr := hiddenInKcp(ctx, ws, e, dest); herr != nil {
+					return res, herr
+				} else if hidden {
+					return res, &RefusedError{Identifier: e.Identifier, Kind: rec.Destination.Kind, Namespace: destKey.Namespace, Name: destKey.Name, Err: err}
+				}
 				// Our cache has not seen it yet: look again shortly.
 				res.Requeue = true
 				return res, nil
@@ -356,6 +362,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 					return res, nil
 				}
 				if r := refusal(e, rec.Destination.Kind, destKey, err); r != nil {
+					r.Existing = true
 					return res, r
 				}
 				return res, fmt.Errorf("failed to patch related destination %s: %w", destKey, err)
@@ -983,6 +990,27 @@ func (s *Syncer) relatedEntry(identifier string) *related.Entry {
 		}
 	}
 	return nil
+}
+
+// hiddenInKcp reports whether the kcp destination dest of a service-origin
+// entry, which kcp says exists, is hidden from the agent: the workspace's
+// server does not show it either (since kcp 0.29 an object outside the
+// label selector of the consumer's accepted claim), so no later pass
+// would see it.
+func hiddenInKcp(ctx context.Context, ws Workspace, e *related.Entry, dest *unstructured.Unstructured) (bool, error) {
+	if e.Origin != related.SideService || ws.Live == nil {
+		return false, nil
+	}
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(dest.GroupVersionKind())
+	err := ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dest), cur)
+	switch {
+	case objectNotFound(err, dest.GetName()):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("failed to read related %s %s: %w", dest.GetKind(), dest.GetName(), err)
+	}
+	return false, nil
 }
 
 // goneFromServer tells whether a kcp object read from the workspace cache

@@ -90,8 +90,8 @@ type relatedEnvOptions struct {
 	// kcpStatus, if set, its status writes first.
 	kcpGet    func(key ctrlruntimeclient.ObjectKey) error
 	kcpStatus func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
-	// kcpCreate, if set, answers the kcp client's creates first.
-	kcpCreate                func(obj ctrlruntimeclient.Object) error
+	// kcpWrite, if set, answers the kcp client's creates and patches first.
+	kcpWrite                 func(obj ctrlruntimeclient.Object) error
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource
 	kcpCredsWithoutHasStatus bool // discovery reports no status subresource for kcp Credentials
 }
@@ -108,7 +108,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	}
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).
-			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus, o.kcpCreate)).Build(),
+			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus, o.kcpWrite)).Build(),
 		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
@@ -151,7 +151,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 // ownership: created objects get a UID, a delete with a UID precondition
 // of another object conflicts; get (if set) answers Gets of Credentials.
 func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error,
-	create func(obj ctrlruntimeclient.Object) error) interceptor.Funcs {
+	write func(obj ctrlruntimeclient.Object) error) interceptor.Funcs {
 	return interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
 			if status != nil {
@@ -162,8 +162,8 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 		Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
-			if create != nil {
-				if err := create(obj); err != nil {
+			if write != nil {
+				if err := write(obj); err != nil {
 					return err
 				}
 			}
@@ -172,6 +172,14 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			}
 			recordFieldManager(obj, opts)
 			return c.Create(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+			if write != nil {
+				if err := write(obj); err != nil {
+					return err
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
 		},
 		Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
 			do := &ctrlruntimeclient.DeleteOptions{}
@@ -477,7 +485,8 @@ func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
 // TestSyncer_related_refusedByKcp: kcp refuses (403) to write one related
 // object into the workspace (the consumer's claim selector excludes it):
 // the pass goes on with the others, ends with a RefusedError that names
-// it, records no state for it, and places it once kcp accepts it.
+// it, records no state for it, and places it once kcp accepts it. A
+// refused update keeps the copy's annotation on the primary.
 func TestSyncer_related_refusedByKcp(t *testing.T) {
 	refuse := true
 	e := newRelatedEnv(t, relatedEnvOptions{
@@ -486,7 +495,7 @@ func TestSyncer_related_refusedByKcp(t *testing.T) {
 			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
 			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
 		},
-		kcpCreate: func(obj ctrlruntimeclient.Object) error {
+		kcpWrite: func(obj ctrlruntimeclient.Object) error {
 			if refuse && obj.GetName() == "a-creds" {
 				return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName(),
 					errors.New("object does not match required labels"))
@@ -500,8 +509,8 @@ func TestSyncer_related_refusedByKcp(t *testing.T) {
 	if !errors.As(err, &refused) {
 		t.Fatalf("err = %v, want a RefusedError", err)
 	}
-	if refused.Identifier != "creds" || refused.Kind != "Credential" || refused.Namespace != "default" || refused.Name != "a-creds" {
-		t.Errorf("refusal names %+v, want entry creds, Credential default/a-creds", refused)
+	if diff := cmp.Diff(&RefusedError{Identifier: "creds", Kind: "Credential", Namespace: "default", Name: "a-creds", Err: refused.Err}, refused); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
 	}
 	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") != nil {
 		t.Error("the refused object exists in kcp")
@@ -515,6 +524,51 @@ func TestSyncer_related_refusedByKcp(t *testing.T) {
 	e.mustConverge(t)
 	mustGet(t, e.kcp, kcpCredGVK, "default", "a-creds")
 	e.assertSteady(t)
+	placed := relatedAnnotations(e.getRemote(t, "default", "foo"))
+
+	// The service side changes a-creds; kcp refuses the update now.
+	refuse = true
+	src := mustGet(t, e.service, serviceCredGVK, cluster, "a-creds")
+	src.Object["spec"] = map[string]any{"user": "a2"}
+	if err := e.service.Update(t.Context(), src); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); !errors.As(err, &refused) || !refused.Existing {
+		t.Fatalf("err = %v, want a RefusedError of an existing copy", err)
+	}
+	if diff := cmp.Diff(placed, relatedAnnotations(e.getRemote(t, "default", "foo"))); diff != "" {
+		t.Errorf("related-resources annotations after a refused update (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_related_hiddenCopyIsARefusal: kcp says the copy exists, but
+// the workspace's server does not show it either (kcp 0.32: the consumer
+// removed the label their claim selector asks for from our copy, which
+// hides it): a refusal with backoff, not a prompt re-check forever.
+func TestSyncer_related_hiddenCopyIsARefusal(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+		kcpWrite: func(obj ctrlruntimeclient.Object) error {
+			if obj.GetName() == "a-creds" {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName())
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
+	var err error
+	for range 3 { // the first passes add the finalizer and create the local copy
+		var res Result
+		res, err = e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+		if err != nil || !res.Requeue {
+			break
+		}
+	}
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.Name != "a-creds" || refused.Existing {
+		t.Fatalf("err = %v, want a RefusedError for a-creds (not an existing copy of ours)", err)
+	}
 }
 
 func TestSyncer_related_threeWayMerge(t *testing.T) {

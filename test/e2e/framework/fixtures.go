@@ -137,10 +137,12 @@ func CreateAPIExport(t T, ws *Workspace, name string) *kcpapisv1alpha2.APIExport
 	return export
 }
 
-// GrantAgent gives the agent user exactly the permissions of contract §8.2
-// in the APIExport's workspace: workspace access, its LogicalCluster, the
-// endpoint slice and the export by name, schemas, Events and the export's
-// virtual workspace content.
+// GrantAgent gives the agent user the permissions of contract §8.2 in the
+// APIExport's workspace: workspace access, its LogicalCluster, the endpoint
+// slice and the export by name, schemas, Events and the export's virtual
+// workspace content. Beyond docs/getting-started.md's role it grants the
+// optional patch of schemas, so that the repair of a schema's agent label
+// runs in the tests.
 func GrantAgent(t T, ws *Workspace, exportName, sliceName string) {
 	t.Helper()
 	GrantAgentUser(t, ws, exportName, sliceName, AgentUser)

@@ -115,7 +115,11 @@ func StartShardedKcp(t T) *Kcp {
 		}
 	}
 
-	common := []string{
+	versioned, err := versionedKcpArgs(t.Context(), kcpBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := append([]string{
 		"--bind-address=127.0.0.1",
 		"--shard-external-url=" + proxyURL,
 		"--token-auth-file=" + file("tokens.csv"),
@@ -127,7 +131,7 @@ func StartShardedKcp(t T) *Kcp {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--logical-cluster-admin-kubeconfig=" + file("logical-cluster-admin.kubeconfig"),
 		"--external-logical-cluster-admin-kubeconfig=" + file("external-logical-cluster-admin.kubeconfig"),
-	}
+	}, versioned...)
 	shardArgs := func(name string, apiPort, etcdClient, etcdPeer int) []string {
 		return append([]string{
 			"start",
