@@ -10,7 +10,6 @@ import (
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -66,14 +65,20 @@ func TestRelatedOutsideTheClaimSelector(t *testing.T) {
 			Watch: &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
 		}}
 	})
-	f, _, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{openThingCRD()}, []*syncagentv1alpha1.PublishedResource{pr}, 0)
+	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()
 	svc := f.Service.Client
+	f.Service.InstallCRD(t, openThingCRD())
+	framework.Must(t, svc.Create(ctx, pr), "create PublishedResource")
+	agent := framework.StartAgent(t, f.AgentArgs()...)
+	f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
 	exp, err := getExport(ctx, f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
 	consumer := bindWithSecretsSelector(t, f, exp.Spec.PermissionClaims, metav1.LabelSelector{
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"gold"}}},
 	})
+	f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, "SyncReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
 
 	framework.Must(t, consumer.Client.Create(ctx, newObject(kcpThing, "default", "a", map[string]any{"secretName": "creds"})), "create Thing")
 	var local string
