@@ -36,6 +36,10 @@ if [ -n "${KCP_STAGING_DIR:-}" ]; then
     echo "KCP_STAGING_DIR=$dir: the checkout is at $commit, not at kcp's tag $tag" >&2
     exit 1
   fi
+  if ! git -C "$dir" diff --quiet HEAD -- .; then
+    echo "KCP_STAGING_DIR=$dir has local changes; kcp $tag's staging modules must be as tagged" >&2
+    exit 1
+  fi
   source_id="git:$commit"
 else
   source_id="archive:$archive_sha256"

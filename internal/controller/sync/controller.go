@@ -715,18 +715,21 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	}
 	r.streak(r.conflicts, req, false)
 	var refusedAfter time.Duration
-	if refused := (*syncer.RefusedError)(nil); errors.As(err, &refused) {
+	if refusals := syncer.Refusals(err); len(refusals) > 0 {
 		// Only the consumer's binding (or the labels of the service-side
 		// object) can change this: said on both sides at every attempt
 		// (the recorders count repeats), counted as a failed pass, logged
 		// with kcp's own words (the provider's log), tried again with a
 		// backoff of its own; what else the pass found still counts.
 		metrics.SyncErrors.WithLabelValues(r.pr.Name, syncer.ReasonRelatedObjectRefused).Inc()
-		log.FromContext(ctx).Info("kcp refused to write a related object", "error", refused.Error())
-		recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, refused.ConsumerMessage())
-		r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, failureMessage(r.remoteGVK.Kind, req, refused))
+		log.FromContext(ctx).Info("kcp refused to write related objects", "error", err.Error())
+		for _, refused := range refusals {
+			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, refused.ConsumerMessage())
+			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonRelatedObjectRefused, failureMessage(r.remoteGVK.Kind, req, refused))
+		}
 		refusedAfter = waitBackoff(r.streak(r.refusals, req, true))
 		if errors.Is(err, syncer.ErrConflict) {
+			metrics.SyncErrors.WithLabelValues(r.pr.Name, syncer.ReasonObjectConflict).Inc()
 			Conflicts.WithLabelValues(r.pr.Name).Inc()
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, syncer.ErrConflict))
 		}
@@ -781,6 +784,7 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 		return reconcile.Result{RequeueAfter: conflictBackoff(r.streak(r.conflicts, req, true))}, nil
 	}
 	r.streak(r.conflicts, req, false)
+	r.streak(r.refusals, req, false)
 	n := r.waited(req, res.Waiting != "")
 	switch {
 	case err != nil:

@@ -56,3 +56,25 @@ func refusal(e *related.Entry, kind string, key types.NamespacedName, err error)
 	}
 	return &RefusedError{Identifier: e.Identifier, Kind: kind, Namespace: key.Namespace, Name: key.Name, Err: err}
 }
+
+// Refusals returns every RefusedError in err's tree (a pass joins one per
+// refused related object), in order.
+func Refusals(err error) []*RefusedError {
+	var out []*RefusedError
+	var walk func(error)
+	walk = func(e error) {
+		switch e := e.(type) {
+		case nil:
+		case *RefusedError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}

@@ -336,7 +336,9 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 				if hidden, herr := hiddenInKcp(ctx, ws, e, dest); herr != nil {
 					return res, herr
 				} else if hidden {
-					return res, &RefusedError{Identifier: e.Identifier, Kind: rec.Destination.Kind, Namespace: destKey.Namespace, Name: destKey.Name, Err: err}
+					// A copy with a record is ours: it exists, hidden.
+					return res, &RefusedError{Identifier: e.Identifier, Kind: rec.Destination.Kind, Namespace: destKey.Namespace, Name: destKey.Name,
+						Existing: last != nil, Err: err}
 				}
 				// Our cache has not seen it yet: look again shortly.
 				res.Requeue = true

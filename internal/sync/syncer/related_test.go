@@ -544,30 +544,74 @@ func TestSyncer_related_refusedByKcp(t *testing.T) {
 // TestSyncer_related_hiddenCopyIsARefusal: kcp says the copy exists, but
 // the workspace's server does not show it either (kcp 0.32: the consumer
 // removed the label their claim selector asks for from our copy, which
-// hides it): a refusal with backoff, not a prompt re-check forever.
+// hides it): a refusal with backoff, not a prompt re-check forever. A
+// hidden copy the agent wrote keeps its annotation on the primary.
 func TestSyncer_related_hiddenCopyIsARefusal(t *testing.T) {
+	hide := map[string]bool{}
 	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:        []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil)},
+		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{
+			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
+			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
+		},
 		kcpWrite: func(obj ctrlruntimeclient.Object) error {
-			if obj.GetName() == "a-creds" {
+			if hide[obj.GetName()] {
 				return apierrors.NewAlreadyExists(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName())
 			}
 			return nil
 		},
 	})
-	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
-	var err error
-	for range 3 { // the first passes add the finalizer and create the local copy
-		var res Result
-		res, err = e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
-		if err != nil || !res.Requeue {
-			break
+	pass := func() error {
+		t.Helper()
+		for range 5 { // the first passes add the finalizer and create the local copy
+			res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Live: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+			if err != nil || !res.Requeue {
+				return err
+			}
 		}
+		t.Fatal("no steady pass within 5")
+		return nil
 	}
+
+	// Never placed: a-creds exists in kcp only where the agent cannot see it.
+	hide["a-creds"] = true
+	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds"}}, nil)
 	var refused *RefusedError
-	if !errors.As(err, &refused) || refused.Name != "a-creds" || refused.Existing {
+	if err := pass(); !errors.As(err, &refused) || refused.Name != "a-creds" || refused.Existing {
 		t.Fatalf("err = %v, want a RefusedError for a-creds (not an existing copy of ours)", err)
+	}
+
+	// Placed, then hidden: the record says the copy is ours.
+	hide["a-creds"] = false
+	e.setPrimarySpec(t, "credNames", []any{"b-creds"})
+	if err := pass(); err != nil {
+		t.Fatal(err)
+	}
+	placed := relatedAnnotations(e.getRemote(t, "default", "foo"))
+	if len(placed) != 1 {
+		t.Fatalf("annotations %v, want the one of b-creds", placed)
+	}
+	hide["b-creds"] = true
+	if err := e.kcp.Delete(t.Context(), get(t, e.kcp, kcpCredGVK, "default", "b-creds")); err != nil { // out of the agent's sight
+		t.Fatal(err)
+	}
+	if err := pass(); !errors.As(err, &refused) || refused.Name != "b-creds" || !refused.Existing {
+		t.Fatalf("err = %v, want a RefusedError for our hidden copy b-creds", err)
+	}
+	if diff := cmp.Diff(placed, relatedAnnotations(e.getRemote(t, "default", "foo"))); diff != "" {
+		t.Errorf("related-resources annotations of a hidden copy (-want +got):\n%s", diff)
+	}
+}
+
+// TestRefusals: every RefusedError of a joined tree, in order.
+func TestRefusals(t *testing.T) {
+	a, b := &RefusedError{Name: "a"}, &RefusedError{Name: "b"}
+	err := errors.Join(fmt.Errorf("first: %w", a), ErrConflict, errors.Join(b))
+	if diff := cmp.Diff([]*RefusedError{a, b}, Refusals(err)); diff != "" {
+		t.Errorf("Refusals (-want +got):\n%s", diff)
+	}
+	if got := Refusals(ErrConflict); got != nil {
+		t.Errorf("Refusals(ErrConflict) = %v, want none", got)
 	}
 }
 
