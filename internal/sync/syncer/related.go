@@ -1003,16 +1003,8 @@ func hiddenInKcp(ctx context.Context, ws Workspace, e *related.Entry, dest *unst
 	if e.Origin != related.SideService || ws.Live == nil {
 		return false, nil
 	}
-	cur := &unstructured.Unstructured{}
-	cur.SetGroupVersionKind(dest.GroupVersionKind())
-	err := ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dest), cur)
-	switch {
-	case objectNotFound(err, dest.GetName()):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("failed to read related %s %s: %w", dest.GetKind(), dest.GetName(), err)
-	}
-	return false, nil
+	cur, err := readLive(ctx, ws, dest)
+	return cur == nil, err
 }
 
 // goneFromServer tells whether a kcp object read from the workspace cache
@@ -1021,16 +1013,29 @@ func goneFromServer(ctx context.Context, ws Workspace, obj *unstructured.Unstruc
 	if ws.Live == nil {
 		return false, nil
 	}
+	cur, err := readLive(ctx, ws, obj)
+	switch {
+	case err != nil:
+		return false, err
+	case cur == nil:
+		return true, nil
+	}
+	return cur.GetDeletionTimestamp() != nil || cur.GetUID() != obj.GetUID(), nil
+}
+
+// readLive reads obj's kind and name from the workspace's server (ws.Live);
+// nil when the server does not show such an object.
+func readLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	err := ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
 	switch {
 	case objectNotFound(err, obj.GetName()):
-		return true, nil
+		return nil, nil
 	case err != nil:
-		return false, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return nil, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
-	return cur.GetDeletionTimestamp() != nil || cur.GetUID() != obj.GetUID(), nil
+	return cur, nil
 }
 
 // earlierCopy returns the kcp object dest as the server has it if this

@@ -482,6 +482,21 @@ func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
 	e.assertSteady(t)
 }
 
+// twoCredsEnv is an env with the creds entry, the service-side Credentials
+// a-creds and b-creds, and write answering the kcp client's creates and
+// patches first.
+func twoCredsEnv(t *testing.T, write func(obj ctrlruntimeclient.Object) error) *relatedEnv {
+	t.Helper()
+	return newRelatedEnv(t, relatedEnvOptions{
+		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
+		serviceObjs: []ctrlruntimeclient.Object{
+			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
+			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
+		},
+		kcpWrite: write,
+	})
+}
+
 // TestSyncer_related_refusedByKcp: kcp refuses (403) to write one related
 // object into the workspace (the consumer's claim selector excludes it):
 // the pass goes on with the others, ends with a RefusedError that names
@@ -489,19 +504,12 @@ func TestSyncer_related_serviceOriginCopyAndAnnotations(t *testing.T) {
 // refused update keeps the copy's annotation on the primary.
 func TestSyncer_related_refusedByKcp(t *testing.T) {
 	refuse := true
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{
-			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
-			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
-		},
-		kcpWrite: func(obj ctrlruntimeclient.Object) error {
-			if refuse && obj.GetName() == "a-creds" {
-				return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName(),
-					errors.New("object does not match required labels"))
-			}
-			return nil
-		},
+	e := twoCredsEnv(t, func(obj ctrlruntimeclient.Object) error {
+		if refuse && obj.GetName() == "a-creds" {
+			return apierrors.NewForbidden(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName(),
+				errors.New("object does not match required labels"))
+		}
+		return nil
 	})
 	e.createPrimary(t, map[string]any{"credNames": []any{"a-creds", "b-creds"}}, nil)
 	_, err := e.converge(t, "default", "foo")
@@ -548,18 +556,11 @@ func TestSyncer_related_refusedByKcp(t *testing.T) {
 // hidden copy the agent wrote keeps its annotation on the primary.
 func TestSyncer_related_hiddenCopyIsARefusal(t *testing.T) {
 	hide := map[string]bool{}
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels: []syncagentv1alpha1.RelatedResourceSpec{credsEntry()},
-		serviceObjs: []ctrlruntimeclient.Object{
-			credential(serviceCredGVK, cluster, "a-creds", map[string]any{"user": "a"}, nil),
-			credential(serviceCredGVK, cluster, "b-creds", map[string]any{"user": "b"}, nil),
-		},
-		kcpWrite: func(obj ctrlruntimeclient.Object) error {
-			if hide[obj.GetName()] {
-				return apierrors.NewAlreadyExists(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName())
-			}
-			return nil
-		},
+	e := twoCredsEnv(t, func(obj ctrlruntimeclient.Object) error {
+		if hide[obj.GetName()] {
+			return apierrors.NewAlreadyExists(schema.GroupResource{Group: "kcp.example.com", Resource: "credentials"}, obj.GetName())
+		}
+		return nil
 	})
 	pass := func() error {
 		t.Helper()
