@@ -895,8 +895,6 @@ func errorReason(err error) string {
 		return syncer.ReasonObjectConflict
 	case errors.As(err, &notAllowed):
 		return "NamespaceNotAllowed"
-	case errors.As(err, new(*syncer.RefusedError)):
-		return syncer.ReasonRelatedObjectRefused
 	case errors.Is(err, related.ErrEmptySelector):
 		return "EmptySelector"
 	case knownReasons.Has(reason):

@@ -199,7 +199,6 @@ func TestErrorReason(t *testing.T) {
 		{fmt.Errorf("x: %w", syncer.ErrConflict), "ObjectConflict"},
 		{fmt.Errorf("x: %w", &related.NamespaceNotAllowedError{Namespace: "vault"}), "NamespaceNotAllowed"},
 		{fmt.Errorf("x: %w", related.ErrEmptySelector), "EmptySelector"},
-		{fmt.Errorf("x: %w", &syncer.RefusedError{Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "a", errors.New("object does not match required labels"))}), "RelatedObjectRefused"},
 		{fmt.Errorf("failed: %w", apierrors.NewForbidden(schema.GroupResource{Resource: "things"}, "a", errors.New("no"))), "Forbidden"},
 		{errors.New("spec mutation: bad path"), "Mutation"},
 		{&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Reason: "MadeUpByAWebhook"}}, "Other"},
