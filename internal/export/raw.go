@@ -13,20 +13,23 @@ import (
 // from T. T is the kcp 0.28 type the agent computes with; a newer kcp's
 // fields on an existing entry (a virtual resource's storage.virtual, a
 // claim's defaultSelector) are not in T and would be lost if the merged
-// list were written from T.
-func KeepRaw[T any](raw []any, merged []T) ([]any, error) {
+// list were written from T. changed reports whether the result holds
+// other entries than raw: a list that differs only in order is unchanged
+// (the merge sorts, but an administrator's or a GitOps tool's order is not
+// rewritten for that alone).
+func KeepRaw[T any](raw []any, merged []T) (out []any, changed bool, err error) {
 	decoded := make([]T, len(raw))
 	for i, r := range raw {
 		m, ok := r.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("list entry %d is a %T, not an object", i, r)
+			return nil, false, fmt.Errorf("list entry %d is a %T, not an object", i, r)
 		}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &decoded[i]); err != nil {
-			return nil, fmt.Errorf("failed to decode list entry %d: %w", i, err)
+			return nil, false, fmt.Errorf("failed to decode list entry %d: %w", i, err)
 		}
 	}
 	used := make([]bool, len(raw))
-	out := make([]any, 0, len(merged))
+	out = make([]any, 0, len(merged))
 	for _, e := range merged {
 		j := -1
 		for i := range decoded {
@@ -42,9 +45,11 @@ func KeepRaw[T any](raw []any, merged []T) ([]any, error) {
 		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&e)
 		if err != nil {
-			return nil, fmt.Errorf("failed to encode list entry: %w", err)
+			return nil, false, fmt.Errorf("failed to encode list entry: %w", err)
 		}
 		out = append(out, m)
+		changed = true
 	}
-	return out, nil
+	// Every merged entry is a raw one: unchanged unless a raw one is left.
+	return out, changed || len(out) != len(raw), nil
 }

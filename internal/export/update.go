@@ -6,7 +6,6 @@ import (
 
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -65,27 +64,11 @@ func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.P
 	}
 
 	spec := map[string]any{}
-	for _, l := range []struct {
-		field  string
-		merged func(raw []any) ([]any, error)
-	}{
-		{"resources", func(raw []any) ([]any, error) { return KeepRaw(raw, resources) }},
-		{"permissionClaims", func(raw []any) ([]any, error) { return KeepRaw(raw, claims) }},
-	} {
-		raw, _, err := unstructured.NestedSlice(current.Object, "spec", l.field)
-		if err != nil {
-			return Update{}, fmt.Errorf("spec.%s of the APIExport: %w", l.field, err)
-		}
-		merged, err := l.merged(raw)
-		if err != nil {
-			return Update{}, fmt.Errorf("spec.%s of the APIExport: %w", l.field, err)
-		}
-		// Order does not count: the merge sorts, but a list that holds the
-		// same entries in another order (an administrator's, or a GitOps
-		// tool's) is not rewritten for that alone.
-		if !sameEntries(raw, merged) {
-			spec[l.field] = merged
-		}
+	if err := putIfChanged(spec, current, "resources", resources); err != nil {
+		return Update{}, err
+	}
+	if err := putIfChanged(spec, current, "permissionClaims", claims); err != nil {
+		return Update{}, err
 	}
 	annotations := map[string]any{}
 	if exp.Annotations[keys.AgentName] != agentName {
@@ -131,23 +114,20 @@ func OwnGRs(resources []kcpapisv1alpha2.ResourceSchema, prs []syncagentv1alpha1.
 	return grs
 }
 
-// sameEntries reports whether a and b hold the same entries, in any order.
-func sameEntries(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
+// putIfChanged puts the stored form of spec.<field> of current merged with
+// merged (KeepRaw) into spec, when it holds other entries than the stored
+// list.
+func putIfChanged[T any](spec map[string]any, current *unstructured.Unstructured, field string, merged []T) error {
+	raw, _, err := unstructured.NestedSlice(current.Object, "spec", field)
+	if err != nil {
+		return fmt.Errorf("spec.%s of the APIExport: %w", field, err)
 	}
-	used := make([]bool, len(a))
-	for _, e := range b {
-		found := false
-		for i := range a {
-			if !used[i] && equality.Semantic.DeepEqual(a[i], e) {
-				used[i], found = true, true
-				break
-			}
-		}
-		if !found {
-			return false
-		}
+	list, changed, err := KeepRaw(raw, merged)
+	if err != nil {
+		return fmt.Errorf("spec.%s of the APIExport: %w", field, err)
 	}
-	return true
+	if changed {
+		spec[field] = list
+	}
+	return nil
 }
