@@ -730,8 +730,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		refusedAfter = waitBackoff(r.streak(r.refusals, req, true))
 		if errors.Is(err, syncer.ErrConflict) {
 			metrics.SyncErrors.WithLabelValues(r.pr.Name, syncer.ReasonObjectConflict).Inc()
-			Conflicts.WithLabelValues(r.pr.Name).Inc()
-			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, syncer.ErrConflict))
+			r.reportConflict(req, syncer.ErrConflict)
 		}
 		err = nil
 	} else {
@@ -740,8 +739,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	if err != nil {
 		switch {
 		case errors.Is(err, syncer.ErrConflict):
-			Conflicts.WithLabelValues(r.pr.Name).Inc()
-			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
+			r.reportConflict(req, err)
 		default:
 			recorder.Event(obj, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The object could not be synchronized; the service provider has been notified.")
 			r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
@@ -764,6 +762,13 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		after = refusedAfter
 	}
 	return reconcile.Result{RequeueAfter: after}, nil
+}
+
+// reportConflict counts a refused adoption (err is an ErrConflict) and
+// says on the PublishedResource which object it was.
+func (r *reconciler) reportConflict(req mcreconcile.Request, err error) {
+	Conflicts.WithLabelValues(r.pr.Name).Inc()
+	r.prRecorder.Event(r.pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, failureMessage(r.remoteGVK.Kind, req, err))
 }
 
 // vanished cleans up the local copy and state of a kcp object that is gone

@@ -49,12 +49,13 @@ func (e *RefusedError) ConsumerMessage() string {
 // refusal returns a RefusedError for err when err is kcp's 403 for a write
 // of entry e into the workspace (a service-origin entry's destination),
 // else nil (callers compare it with nil before they return it as an error).
-func refusal(e *related.Entry, kind string, key types.NamespacedName, err error) *RefusedError {
+// existing says whether the agent's copy exists.
+func refusal(e *related.Entry, kind string, key types.NamespacedName, existing bool, err error) *RefusedError {
 	// A namespace being deleted is not the binding's doing.
 	if e.Origin != related.SideService || !apierrors.IsForbidden(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 		return nil
 	}
-	return &RefusedError{Identifier: e.Identifier, Kind: kind, Namespace: key.Namespace, Name: key.Name, Err: err}
+	return &RefusedError{Identifier: e.Identifier, Kind: kind, Namespace: key.Namespace, Name: key.Name, Existing: existing, Err: err}
 }
 
 // Refusals returns every RefusedError in err's tree (a pass joins one per

@@ -306,7 +306,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		if destType.Namespaced && destKey.Namespace != "" {
 			created, err := ensureNamespace(ctx, destClient, destKey.Namespace)
 			if err != nil {
-				if r := refusal(e, "Namespace", types.NamespacedName{Name: destKey.Namespace}, err); r != nil {
+				if r := refusal(e, "Namespace", types.NamespacedName{Name: destKey.Namespace}, false, err); r != nil {
 					return res, r
 				}
 				return res, err
@@ -344,7 +344,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 				res.Requeue = true
 				return res, nil
 			}
-			if r := refusal(e, rec.Destination.Kind, destKey, err); r != nil {
+			if r := refusal(e, rec.Destination.Kind, destKey, false, err); r != nil {
 				return res, r
 			}
 			return res, fmt.Errorf("failed to create related destination %s: %w", destKey, err)
@@ -363,8 +363,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 					res.Requeue = true
 					return res, nil
 				}
-				if r := refusal(e, rec.Destination.Kind, destKey, err); r != nil {
-					r.Existing = true
+				if r := refusal(e, rec.Destination.Kind, destKey, true, err); r != nil {
 					return res, r
 				}
 				return res, fmt.Errorf("failed to patch related destination %s: %w", destKey, err)
