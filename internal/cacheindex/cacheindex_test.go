@@ -2,6 +2,7 @@ package cacheindex
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,7 @@ func TestListFindsIndexedObjects(t *testing.T) {
 		for _, s := range list.Items {
 			got = append(got, s.Namespace+"/"+s.Name)
 		}
+		sort.Strings(got) // a cache lists in no defined order
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Errorf("objects of %q: got %v, want %v", value, got, want)
 		}
