@@ -53,6 +53,13 @@ for mod in . sdk hack/refschema hack/promql hack/image hack/testbed/kubernetes h
   fi
 done
 
+# Every test the other kcp versions run (E2E_OTHER_KCP_RUN) exists, so a
+# renamed test is not silently dropped from them.
+for name in $(sed -n 's/^E2E_OTHER_KCP_RUN ?= //p' Makefile | tr -d '^$()' | tr '|' ' '); do
+  case "$name" in *'.*') pattern="^func ${name%.\*}[A-Za-z0-9_]*(" ;; *) pattern="^func $name(" ;; esac
+  grep -q "$pattern" test/e2e/*_test.go || { echo "E2E_OTHER_KCP_RUN names $name, which is not a test in test/e2e" >&2; fail=1; }
+done
+
 # The GitHub Actions workflows (actionlint, built from the Go module proxy).
 actionlint=$(hack/build-tool.sh hack/tools/actionlint github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint actionlint tools)
 "$actionlint" .github/workflows/*.yml || fail=1

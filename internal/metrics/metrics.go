@@ -342,3 +342,15 @@ var (
 func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(KubeconfigReloads, KubeconfigReloadFailed)
 }
+
+// APIBindingClaims counts the export's bindings by how they grant its
+// permission claims (internal/claims), as of the last complete check of
+// every endpoint (internal/controller/syncmanager/claims.go).
+var APIBindingClaims = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "sync_agent_apibindings",
+	Help: "The export's APIBindings by how they grant its permission claims (claims: valid, pending, mismatch, not-accepted, invalid), as of the leader's last complete check of every endpoint.",
+}, []string{"claims"})
+
+func init() { //nolint:gochecknoinits // see above.
+	ctrlmetrics.Registry.MustRegister(APIBindingClaims)
+}

@@ -22,16 +22,25 @@ import (
 // every other claim for all objects.
 func bindWithSecretsSelector(t *testing.T, f *framework.Fixture, claims []kcpapisv1alpha2.PermissionClaim, selector metav1.LabelSelector) *framework.Workspace {
 	t.Helper()
+	return bindDecidingSecrets(t, f, claims, kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: selector}, kcpapisv1alpha2.ClaimAccepted)
+}
+
+// bindDecidingSecrets binds a new consumer workspace to the export, giving
+// the secrets claim the state and selector, and accepting every other
+// claim for all objects.
+func bindDecidingSecrets(t *testing.T, f *framework.Fixture, claims []kcpapisv1alpha2.PermissionClaim,
+	selector kcpapisv1alpha2.PermissionClaimSelector, state kcpapisv1alpha2.AcceptablePermissionClaimState) *framework.Workspace {
+	t.Helper()
 	ws := f.Kcp.CreateWorkspace(t, f.Org.Path, framework.RandomName("consumer"), "universal")
 	var accepted []kcpapisv1alpha2.AcceptablePermissionClaim
 	for _, c := range claims {
-		sel := kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true}
+		sel, st := kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true}, kcpapisv1alpha2.ClaimAccepted
 		if c.Group == "" && c.Resource == "secrets" {
-			sel = kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: selector}
+			sel, st = selector, state
 		}
 		accepted = append(accepted, kcpapisv1alpha2.AcceptablePermissionClaim{
 			ScopedPermissionClaim: kcpapisv1alpha2.ScopedPermissionClaim{PermissionClaim: c, Selector: sel},
-			State:                 kcpapisv1alpha2.ClaimAccepted,
+			State:                 st,
 		})
 	}
 	binding := &kcpapisv1alpha2.APIBinding{
@@ -41,7 +50,7 @@ func bindWithSecretsSelector(t *testing.T, f *framework.Fixture, claims []kcpapi
 			PermissionClaims: accepted,
 		},
 	}
-	framework.Must(t, ws.Client.Create(t.Context(), binding), "create APIBinding with a secrets selector")
+	framework.Must(t, ws.Client.Create(t.Context(), binding), "create APIBinding")
 	framework.WaitBound(t, ws, binding.Name)
 	return ws
 }

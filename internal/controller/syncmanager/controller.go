@@ -245,6 +245,11 @@ func Add(mgr manager.Manager, opts Options) error {
 		}
 	}
 
+	if err := mgr.Add(&claimsReport{fleet: f, clients: endpointClientsFor(opts.Target.Config), client: mgr.GetClient(),
+		events: mgr.GetEventRecorderFor(ControllerName), log: log.WithName("claims")}); err != nil {
+		return err
+	}
+
 	// Local copies: only objects with sync labels are cached (copies of
 	// older agents without the agent label included).
 	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, labelselection.Exists, nil)

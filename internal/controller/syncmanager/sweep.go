@@ -147,8 +147,8 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 	return true
 }
 
-// goneWorkspaceListPage is the page size of the sweep's lists.
-const goneWorkspaceListPage = 500
+// listPage is the page size of the lists of bindings and local copies.
+const listPage = 500
 
 // apiBindings is where the export's bindings are listed on an endpoint
 // (the provider engages workspaces from the same list).
@@ -238,7 +238,7 @@ func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadat
 	for _, gvk := range s.fleet.localGVKs() {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		opts := &ctrlruntimeclient.ListOptions{LabelSelector: labels.NewSelector().Add(*synced), Limit: goneWorkspaceListPage}
+		opts := &ctrlruntimeclient.ListOptions{LabelSelector: labels.NewSelector().Add(*synced), Limit: listPage}
 		for {
 			if err := s.reader.List(ctx, list, opts); err != nil {
 				return nil, fmt.Errorf("failed to list %s: %w", gvk.Kind, err)
@@ -263,32 +263,45 @@ func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadat
 // endpoints urls; any error, a binding without a workspace, or no endpoint
 // at all means it cannot tell.
 func (s *sweeper) boundWorkspaces(ctx context.Context, urls []string) (map[string]bool, error) {
-	if len(urls) == 0 {
-		return nil, errors.New("no endpoint is connected")
-	}
 	bound := map[string]bool{}
-	for _, url := range urls {
-		c, err := s.clients(url, "*")
-		if err != nil {
-			return nil, err
+	err := eachBinding(ctx, s.clients, urls, apiBindings, func(url string, b *unstructured.Unstructured) error {
+		ws := logicalcluster.From(b).String()
+		if ws == "" {
+			return fmt.Errorf("a binding on %s names no workspace", url)
 		}
-		opts := metav1.ListOptions{Limit: goneWorkspaceListPage}
+		bound[ws] = true
+		return nil
+	})
+	return bound, err
+}
+
+// eachBinding calls fn for every binding of the export the endpoints urls
+// list (as gvr), page by page; it stops at the first error, and no
+// endpoint at all is one.
+func eachBinding(ctx context.Context, clients endpointClients, urls []string, gvr schema.GroupVersionResource, fn func(url string, b *unstructured.Unstructured) error) error {
+	if len(urls) == 0 {
+		return errors.New("no endpoint is connected")
+	}
+	for _, url := range urls {
+		c, err := clients(url, "*")
+		if err != nil {
+			return err
+		}
+		opts := metav1.ListOptions{Limit: listPage}
 		for {
-			list, err := c.Resource(apiBindings).List(ctx, opts)
+			list, err := c.Resource(gvr).List(ctx, opts)
 			if err != nil {
-				return nil, fmt.Errorf("failed to list the bindings on %s: %w", url, err)
+				return fmt.Errorf("failed to list the bindings on %s: %w", url, err)
 			}
 			for i := range list.Items {
-				ws := logicalcluster.From(&list.Items[i]).String()
-				if ws == "" {
-					return nil, fmt.Errorf("a binding on %s names no workspace", url)
+				if err := fn(url, &list.Items[i]); err != nil {
+					return err
 				}
-				bound[ws] = true
 			}
 			if opts.Continue = list.GetContinue(); opts.Continue == "" {
 				break
 			}
 		}
 	}
-	return bound, nil
+	return nil
 }
