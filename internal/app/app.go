@@ -142,6 +142,7 @@ func leaderLockInterface(l *leaderLock) resourcelock.Interface {
 // Run starts the agent and blocks until ctx is cancelled or a component fails.
 func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	log.Info("Starting api-syncagent", "version", version.Version, "agent", o.AgentName)
+	pinListAndWatch(log)
 	if soft, err := memlimit.Set("/sys/fs/cgroup", "/proc/self/cgroup"); err != nil {
 		log.Error(err, "Cannot read the container's memory limit; the Go runtime keeps its own")
 	} else if soft > 0 {

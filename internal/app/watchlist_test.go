@@ -1,0 +1,38 @@
+package app
+
+import (
+	"testing"
+
+	"github.com/go-logr/logr/funcr"
+
+	clientfeatures "k8s.io/client-go/features"
+)
+
+// gatesOn stands for client-go's gates as an environment sets them.
+type gatesOn map[clientfeatures.Feature]bool
+
+func (g gatesOn) Enabled(f clientfeatures.Feature) bool { return g[f] }
+
+// TestListAndWatchIsPinned: with the environment asking for watch-list
+// streaming, the agent's client-go says it is off, says why once, and
+// leaves every other feature as the environment set it.
+func TestListAndWatchIsPinned(t *testing.T) {
+	before := clientfeatures.FeatureGates()
+	t.Cleanup(func() { clientfeatures.ReplaceFeatureGates(before) })
+	t.Setenv("KUBE_FEATURE_WatchListClient", "true")
+	clientfeatures.ReplaceFeatureGates(gatesOn{clientfeatures.WatchListClient: true, clientfeatures.InformerResourceVersion: true})
+
+	var logged []string
+	log := funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
+	pinListAndWatch(log)
+	pinListAndWatch(log)
+	if clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
+		t.Error("WatchListClient is still on")
+	}
+	if !clientfeatures.FeatureGates().Enabled(clientfeatures.InformerResourceVersion) {
+		t.Error("another feature the environment turned on was turned off")
+	}
+	if len(logged) != 1 {
+		t.Errorf("logged %q, want one warning", logged)
+	}
+}
