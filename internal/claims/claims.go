@@ -16,8 +16,10 @@ import (
 	"slices"
 	"strings"
 
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // State is how a binding grants the export's claims, worst first.
@@ -47,33 +49,39 @@ var States = []State{Invalid, NotAccepted, Mismatch, Pending, Valid}
 // from the export's.
 const kcpMismatchReason = "PermissionClaimsMismatch"
 
-// conditionType is kcp's condition on the binding's claims.
-const conditionType = "PermissionClaimsValid"
-
 // Finding is what Assess found in one binding.
 type Finding struct {
 	State State
-	// Resources are the claimed resources the binding does not grant as
-	// asked (empty for Valid and Pending, and for Invalid when kcp names
-	// none the agent can tell).
-	Resources []schema.GroupResource
-	// Message says what differs, in words, for an Event.
+	// Claims are the export's claims the binding does not grant as asked
+	// (empty for Valid and Pending, and for Invalid when kcp's complaint
+	// is about claims the export does not make).
+	Claims []Claim
+	// Message says what differs, in words, for an Event. It is the same
+	// for the same binding content (kcp's own messages are left out where
+	// their order varies).
 	Message string
 }
 
-// claim is one claim of the export as the binding's status repeats it.
-type claim struct {
-	gr              schema.GroupResource
-	identity        string
-	verbs           []string
-	defaultSelector any
+// Claim is a claimed resource: its group, resource and the identity of the
+// export that provides it (empty for built-in types).
+type Claim struct {
+	Group, Resource, IdentityHash string
+}
+
+// String names the resource as kubectl does: resource.group, or resource
+// for the core group.
+func (c Claim) String() string {
+	if c.Group == "" {
+		return c.Resource
+	}
+	return c.Resource + "." + c.Group
 }
 
 // Assess reads one binding. The export's claims come from the binding's own
 // status (exportPermissionClaims), which kcp keeps in step with the export.
 func Assess(binding *unstructured.Unstructured) Finding {
 	var problems []string
-	var resources []schema.GroupResource
+	var affected []Claim
 	state := Valid
 	mismatched := false
 	worse := func(s State) {
@@ -81,11 +89,11 @@ func Assess(binding *unstructured.Unstructured) Finding {
 			state = s
 		}
 	}
-	accepted := map[string]map[string]any{}
+	accepted := map[Claim]map[string]any{}
 	acceptedList, _, _ := unstructured.NestedSlice(binding.Object, "spec", "permissionClaims")
 	for _, a := range acceptedList {
 		if m, ok := a.(map[string]any); ok {
-			accepted[key(m)] = m
+			accepted[claimOf(m)] = m
 		}
 	}
 	exported, _, _ := unstructured.NestedSlice(binding.Object, "status", "exportPermissionClaims")
@@ -94,85 +102,87 @@ func Assess(binding *unstructured.Unstructured) Finding {
 		if !ok {
 			continue
 		}
-		c := claim{gr: groupResource(m), identity: str(m, "identityHash"), verbs: strs(m, "verbs"), defaultSelector: m["defaultSelector"]}
-		a, ok := accepted[key(m)]
+		c := claimOf(m)
+		a, ok := accepted[c]
+		var problem string
 		switch {
 		case !ok:
 			worse(NotAccepted)
-			problems = append(problems, fmt.Sprintf("%s: not accepted", grString(c.gr)))
-			resources = append(resources, c.gr)
+			problem = "not accepted"
 		case str(a, "state") != "Accepted":
 			worse(NotAccepted)
-			problems = append(problems, fmt.Sprintf("%s: %s", grString(c.gr), strings.ToLower(cmp.Or(str(a, "state"), "not accepted"))))
-			resources = append(resources, c.gr)
+			problem = strings.ToLower(cmp.Or(str(a, "state"), "not accepted"))
 		default:
-			if diff := differs(c, a); diff != "" {
+			if problem = differs(m, a); problem != "" {
 				mismatched = true
 				worse(Mismatch)
-				problems = append(problems, fmt.Sprintf("%s: %s", grString(c.gr), diff))
-				resources = append(resources, c.gr)
 			}
 		}
+		if problem != "" {
+			problems = append(problems, c.String()+": "+problem)
+			affected = append(affected, c)
+		}
 	}
-	status, reason, message := condition(binding)
-	switch {
+	switch status, reason, message := condition(binding, "PermissionClaimsValid"); {
 	case status == "False" && reason == kcpMismatchReason:
 		if !mismatched {
-			// kcp compares the typed objects; say what it saw.
-			problems = append(problems, "kcp: "+message)
+			// kcp compared something the agent did not see differ; its
+			// message lists the claims in no fixed order.
+			problems = append(problems, "kcp reports "+kcpMismatchReason)
 		}
 		worse(Mismatch)
 	case status == "False":
 		worse(Invalid)
 		problems = append(problems, fmt.Sprintf("kcp: %s: %s", reason, message))
-	case status == "" && state == Valid:
+	case status != "True" && state == Valid:
 		worse(Pending)
 	}
-	return Finding{State: state, Resources: resources, Message: strings.Join(problems, "; ")}
+	if status, reason, _ := condition(binding, "PermissionClaimsApplied"); status == "False" {
+		worse(Invalid)
+		problems = append(problems, "kcp could not apply the accepted claims: "+reason)
+	}
+	return Finding{State: state, Claims: affected, Message: strings.Join(problems, "; ")}
 }
 
-// differs says how an accepted claim differs from the export's, as kcp
-// compares them: verbs as a set unless either side has "*", the selector
-// only against a default selector the export sets.
-func differs(c claim, accepted map[string]any) string {
+// differs says how an accepted claim falls short of the export's claim m.
+// Verbs: kcp's authorizer lets the service use the verbs both sides name,
+// compared as plain strings ("*" on one side only grants nothing), so any
+// verb of the export's the binding does not repeat is missing. Selector:
+// compared with a default selector the export sets, as kcp compares them
+// (the decoded values, not the stored JSON).
+func differs(m, accepted map[string]any) string {
 	var diffs []string
-	got := strs(accepted, "verbs")
-	if !slices.Contains(got, "*") && !slices.Contains(c.verbs, "*") && !sameSet(got, c.verbs) {
-		diffs = append(diffs, fmt.Sprintf("verbs %v accepted, %v asked", got, c.verbs))
+	asked, got := strs(m, "verbs"), strs(accepted, "verbs")
+	if missing := slices.DeleteFunc(slices.Clone(asked), func(v string) bool { return slices.Contains(got, v) }); len(missing) > 0 {
+		usable := slices.DeleteFunc(slices.Clone(asked), func(v string) bool { return !slices.Contains(got, v) })
+		diffs = append(diffs, fmt.Sprintf("verbs %v accepted, %v asked: kcp lets the service use %v", got, asked, usable))
 	}
-	if c.defaultSelector != nil && !reflect.DeepEqual(accepted["selector"], c.defaultSelector) {
+	if def, ok := m["defaultSelector"].(map[string]any); ok && !sameSelector(def, accepted["selector"]) {
 		diffs = append(diffs, "a selector other than the export's default selector accepted")
 	}
 	return strings.Join(diffs, ", ")
 }
 
-// condition is kcp's PermissionClaimsValid condition of the binding.
-func condition(binding *unstructured.Unstructured) (status, reason, message string) {
+// sameSelector compares two claim selectors as kcp does, decoded.
+func sameSelector(a map[string]any, b any) bool {
+	bm, _ := b.(map[string]any)
+	var x, y kcpapisv1alpha2.PermissionClaimSelector
+	if runtime.DefaultUnstructuredConverter.FromUnstructured(a, &x) != nil || runtime.DefaultUnstructuredConverter.FromUnstructured(bm, &y) != nil {
+		return reflect.DeepEqual(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// condition is the binding's kcp condition of type t.
+func condition(binding *unstructured.Unstructured, t string) (status, reason, message string) {
 	conds, _, _ := unstructured.NestedSlice(binding.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
-		if ok && str(m, "type") == conditionType {
+		if ok && str(m, "type") == t {
 			return str(m, "status"), str(m, "reason"), str(m, "message")
 		}
 	}
 	return "", "", ""
-}
-
-func key(m map[string]any) string {
-	return str(m, "group") + "/" + str(m, "resource") + "/" + str(m, "identityHash")
-}
-
-func groupResource(m map[string]any) schema.GroupResource {
-	return schema.GroupResource{Group: str(m, "group"), Resource: str(m, "resource")}
-}
-
-// grString names a resource as kubectl does: resource.group, or resource
-// for the core group.
-func grString(gr schema.GroupResource) string {
-	if gr.Group == "" {
-		return gr.Resource
-	}
-	return gr.String()
 }
 
 func str(m map[string]any, field string) string {
@@ -191,9 +201,6 @@ func strs(m map[string]any, field string) []string {
 	return out
 }
 
-func sameSet(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.Sort(a)
-	slices.Sort(b)
-	return slices.Equal(slices.Compact(a), slices.Compact(b))
+func claimOf(m map[string]any) Claim {
+	return Claim{Group: str(m, "group"), Resource: str(m, "resource"), IdentityHash: str(m, "identityHash")}
 }

@@ -31,10 +31,13 @@ const (
 	acceptedAll     = `{"group":"","resource":"secrets","verbs":["*"],"selector":{"matchAll":true},"state":"Accepted"}`
 	acceptedGold    = `{"group":"","resource":"secrets","verbs":["*"],"selector":{"matchLabels":{"tier":"gold"}},"state":"Accepted"}`
 	acceptedGet     = `{"group":"","resource":"secrets","verbs":["list","get"],"selector":{"matchAll":true},"state":"Accepted"}`
+	acceptedGoldRaw = `{"group":"","resource":"secrets","verbs":["*"],"selector":{"matchAll":false,"matchLabels":{"tier":"gold"}},"state":"Accepted"}`
 	acceptedReadSet = `{"group":"","resource":"secrets","verbs":["watch","list","get"],"selector":{"matchAll":true},"state":"Accepted"}`
 	rejected        = `{"group":"","resource":"secrets","verbs":["*"],"selector":{"matchAll":true},"state":"Rejected"}`
 	valid           = `{"type":"PermissionClaimsValid","status":"True"}`
 	mismatch        = `{"type":"PermissionClaimsValid","status":"False","reason":"PermissionClaimsMismatch","message":"1 permission claim(s) have mismatched verbs or selectors"}`
+	notApplied      = `{"type":"PermissionClaimsValid","status":"True"},{"type":"PermissionClaimsApplied","status":"False","reason":"InternalError","message":"x"}`
+	unknown         = `{"type":"PermissionClaimsValid","status":"Unknown"}`
 	invalid         = `{"type":"PermissionClaimsValid","status":"False","reason":"InvalidPermissionClaims","message":"unexpected/invalid claim for things.example.com"}`
 )
 
@@ -54,18 +57,23 @@ func TestAssess(t *testing.T) {
 			want: NotAccepted, wantResources: "secrets", wantInMessage: "secrets: rejected"},
 		{name: "not accepted, without kcp's verdict", exported: secretsAll, want: NotAccepted, wantResources: "secrets"},
 		{name: "fewer verbs than asked", accepted: acceptedGet, exported: secretsRead, conds: mismatch,
-			want: Mismatch, wantResources: "secrets", wantInMessage: "verbs [list get] accepted, [get list watch] asked"},
+			want: Mismatch, wantResources: "secrets", wantInMessage: "verbs [list get] accepted, [get list watch] asked: kcp lets the service use [get list]"},
 		{name: "the same verbs in another order", accepted: acceptedReadSet, exported: secretsRead, conds: valid, want: Valid},
-		{name: "verbs against a wildcard", accepted: acceptedGet, exported: secretsAll, conds: valid, want: Valid},
+		{name: "verbs where the export asks for all (kcp's condition says valid; its authorizer grants none)", accepted: acceptedGet, exported: secretsAll, conds: valid,
+			want: Mismatch, wantResources: "secrets", wantInMessage: "kcp lets the service use []"},
 		{name: "another selector than the default", accepted: acceptedAll, exported: secretsGold, conds: mismatch,
 			want: Mismatch, wantResources: "secrets", wantInMessage: "default selector"},
 		{name: "the default selector", accepted: acceptedGold, exported: secretsGold, conds: valid, want: Valid},
+		{name: "the default selector, written with a false matchAll", accepted: acceptedGoldRaw, exported: secretsGold, conds: valid, want: Valid},
 		{name: "kcp sees a mismatch the agent cannot tell", accepted: acceptedAll, exported: secretsAll, conds: mismatch,
-			want: Mismatch, wantInMessage: "kcp: 1 permission claim(s) have mismatched"},
+			want: Mismatch, wantInMessage: "kcp reports PermissionClaimsMismatch"},
 		{name: "invalid claims", accepted: acceptedAll, exported: secretsAll, conds: invalid,
 			want: Invalid, wantInMessage: "kcp: InvalidPermissionClaims: unexpected/invalid claim"},
 		{name: "invalid wins over not accepted", accepted: rejected, exported: secretsAll, conds: invalid,
 			want: Invalid, wantResources: "secrets", wantInMessage: "secrets: rejected"},
+		{name: "claims kcp could not apply", accepted: acceptedAll, exported: secretsAll, conds: notApplied,
+			want: Invalid, wantInMessage: "kcp could not apply the accepted claims: InternalError"},
+		{name: "kcp's verdict unknown", accepted: acceptedAll, exported: secretsAll, conds: unknown, want: Pending},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Assess(binding(t, tc.accepted, tc.exported, tc.conds))
@@ -73,8 +81,8 @@ func TestAssess(t *testing.T) {
 				t.Errorf("state: got %q, want %q (message %q)", got.State, tc.want, got.Message)
 			}
 			var resources []string
-			for _, gr := range got.Resources {
-				resources = append(resources, grString(gr))
+			for _, c := range got.Claims {
+				resources = append(resources, c.String())
 			}
 			if strings.Join(resources, ",") != tc.wantResources {
 				t.Errorf("resources: got %v, want %q", resources, tc.wantResources)

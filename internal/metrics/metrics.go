@@ -351,6 +351,12 @@ var APIBindingClaims = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "The export's APIBindings by how they grant its permission claims (claims: valid, pending, mismatch, not-accepted, invalid), as of the leader's last complete check of every endpoint.",
 }, []string{"claims"})
 
+// APIBindingClaimsChecked is when APIBindingClaims was last set.
+var APIBindingClaimsChecked = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "sync_agent_apibindings_checked_timestamp_seconds",
+	Help: "When the leader last read the bindings of every endpoint for sync_agent_apibindings (Unix time; 0 or absent: not yet, or not the leader).",
+})
+
 func init() { //nolint:gochecknoinits // see above.
-	ctrlmetrics.Registry.MustRegister(APIBindingClaims)
+	ctrlmetrics.Registry.MustRegister(APIBindingClaims, APIBindingClaimsChecked)
 }

@@ -42,7 +42,8 @@ func prEventMessages(ctx context.Context, f *framework.Fixture, name, reason str
 // TestClaimsMismatchIsShown: consumers whose APIBinding grants less than
 // the export claims for a PublishedResource's related Secrets are shown to
 // the service owner, where they look: one consumer rejects the secrets
-// claim (any kcp), another (kcp 0.31 and newer) accepts it with another
+// claim, one accepts it for named verbs where the export asks for "*"
+// (kcp then grants none; any kcp), another (kcp 0.31 and newer) accepts it with another
 // selector than the default selector an administrator gave the export's
 // claim, which kcp 0.32 reports on the binding as PermissionClaimsMismatch.
 // The PublishedResource gets a Warning for each, naming the workspace and
@@ -84,7 +85,7 @@ func TestClaimsMismatchIsShown(t *testing.T) {
 			}
 			list, _, _ := unstructured.NestedSlice(exp.Object, "spec", "permissionClaims")
 			for _, c := range list {
-				if m := c.(map[string]any); m["group"] == "" && m["resource"] == "secrets" {
+				if m, ok := c.(map[string]any); ok && m["group"] == "" && m["resource"] == "secrets" {
 					m["defaultSelector"] = map[string]any{"matchLabels": map[string]any{"tier": "gold"}}
 				}
 			}
@@ -102,19 +103,30 @@ func TestClaimsMismatchIsShown(t *testing.T) {
 	if withSelector {
 		asked = kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}
 	}
-	rejecting := bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, all, kcpapisv1alpha2.ClaimRejected)
-	granting := bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, asked, kcpapisv1alpha2.ClaimAccepted)
-	want := map[string]float64{"not-accepted": 1, "mismatch": 0, "invalid": 0, "valid": 1}
+	rejecting := bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, all, kcpapisv1alpha2.ClaimRejected, nil)
+	granting := bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, asked, kcpapisv1alpha2.ClaimAccepted, nil)
+	// The export claims Secrets for "*"; kcp grants the verbs both sides
+	// name as strings, so this consumer grants the agent none.
+	fewerVerbs := bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, asked, kcpapisv1alpha2.ClaimAccepted, []string{"get", "list", "watch"})
+	want := map[string]float64{"not-accepted": 1, "mismatch": 1, "invalid": 0, "valid": 1}
 	var other *framework.Workspace
 	if withSelector {
 		other = bindDecidingSecrets(t, f, exp.Spec.PermissionClaims, kcpapisv1alpha2.PermissionClaimSelector{
-			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}}, kcpapisv1alpha2.ClaimAccepted)
-		want["mismatch"] = 1
+			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}}, kcpapisv1alpha2.ClaimAccepted, nil)
+		want["mismatch"] = 2
 	}
 
 	framework.WaitFor(t, claimsReportTimeout, "a PermissionClaimsNotAccepted Warning naming the rejecting workspace", func(ctx context.Context) (bool, error) {
 		for _, m := range prEventMessages(ctx, f, pr.Name, "PermissionClaimsNotAccepted") {
 			if strings.Contains(m, rejecting.ClusterName) && strings.Contains(m, "secrets: rejected") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	framework.WaitFor(t, claimsReportTimeout, "a PermissionClaimsMismatch Warning naming the workspace that grants no verb", func(ctx context.Context) (bool, error) {
+		for _, m := range prEventMessages(ctx, f, pr.Name, "PermissionClaimsMismatch") {
+			if strings.Contains(m, fewerVerbs.ClusterName) && strings.Contains(m, "kcp lets the service use []") {
 				return true, nil
 			}
 		}

@@ -22,14 +22,14 @@ import (
 // every other claim for all objects.
 func bindWithSecretsSelector(t *testing.T, f *framework.Fixture, claims []kcpapisv1alpha2.PermissionClaim, selector metav1.LabelSelector) *framework.Workspace {
 	t.Helper()
-	return bindDecidingSecrets(t, f, claims, kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: selector}, kcpapisv1alpha2.ClaimAccepted)
+	return bindDecidingSecrets(t, f, claims, kcpapisv1alpha2.PermissionClaimSelector{LabelSelector: selector}, kcpapisv1alpha2.ClaimAccepted, nil)
 }
 
 // bindDecidingSecrets binds a new consumer workspace to the export, giving
-// the secrets claim the state and selector, and accepting every other
-// claim for all objects.
+// the secrets claim the state, selector and verbs (nil: the export's), and
+// accepting every other claim for all objects.
 func bindDecidingSecrets(t *testing.T, f *framework.Fixture, claims []kcpapisv1alpha2.PermissionClaim,
-	selector kcpapisv1alpha2.PermissionClaimSelector, state kcpapisv1alpha2.AcceptablePermissionClaimState) *framework.Workspace {
+	selector kcpapisv1alpha2.PermissionClaimSelector, state kcpapisv1alpha2.AcceptablePermissionClaimState, verbs []string) *framework.Workspace {
 	t.Helper()
 	ws := f.Kcp.CreateWorkspace(t, f.Org.Path, framework.RandomName("consumer"), "universal")
 	var accepted []kcpapisv1alpha2.AcceptablePermissionClaim
@@ -37,6 +37,9 @@ func bindDecidingSecrets(t *testing.T, f *framework.Fixture, claims []kcpapisv1a
 		sel, st := kcpapisv1alpha2.PermissionClaimSelector{MatchAll: true}, kcpapisv1alpha2.ClaimAccepted
 		if c.Group == "" && c.Resource == "secrets" {
 			sel, st = selector, state
+			if verbs != nil {
+				c.Verbs = verbs
+			}
 		}
 		accepted = append(accepted, kcpapisv1alpha2.AcceptablePermissionClaim{
 			ScopedPermissionClaim: kcpapisv1alpha2.ScopedPermissionClaim{PermissionClaim: c, Selector: sel},

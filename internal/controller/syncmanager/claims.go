@@ -2,9 +2,11 @@ package syncmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,15 +27,20 @@ import (
 
 // claimsCheckInterval is how often the export's bindings are read for the
 // claims they grant: a consumer's change is shown within a minute, and a
-// check costs one paginated list of bindings per endpoint.
-// claimsCheckRetry is the wait before the first check, and after a check
-// that could not list every endpoint (none connected yet, one failing).
+// check costs one paginated list of bindings per endpoint. The first check
+// waits claimsCheckRetry, and so does a check after one that could not read
+// every endpoint, doubling up to claimsCheckInterval. claimsListTimeout
+// bounds the list of one endpoint.
 const (
 	claimsCheckInterval = time.Minute
 	claimsCheckRetry    = 5 * time.Second
-	// claimsCheckTimeout bounds one check's lists.
-	claimsCheckTimeout = 30 * time.Second
+	claimsListTimeout   = 30 * time.Second
 )
+
+// claimsEventsPerCheck bounds the Warnings one check records on one
+// PublishedResource; the rest are counted in one more. client-go's spam
+// filter allows an object a burst of 25 Events, then one per 5 minutes.
+const claimsEventsPerCheck = 3
 
 // apiBindingsV1alpha2 is the version of bindings whose claims carry verbs
 // and selectors (kcp 0.28 and 0.32 both serve it on the endpoints).
@@ -54,12 +62,14 @@ var claimsReasons = map[claims.State]string{
 
 // claimsReport shows the service owner the workspaces whose binding does
 // not grant the export's permission claims as asked (rejected, not
-// accepted, other verbs or another selector; kcp 0.32 calls the last two
-// PermissionClaimsMismatch): related objects of those types are refused or
-// hidden there. It reads the bindings through the endpoints, counts them
-// by state (sync_agent_apibindings) and records a Warning Event on every
-// PublishedResource whose related objects use an affected type, once per
-// binding and finding. It writes nothing to kcp.
+// accepted, fewer verbs or another selector; kcp 0.32 calls the last two
+// PermissionClaimsMismatch): the agent's requests for those types are
+// refused or see nothing there. It reads the bindings through the
+// endpoints, counts them by state (sync_agent_apibindings) and records a
+// Warning on every PublishedResource whose sync needs an affected claim,
+// once per binding, finding and PublishedResource (a PublishedResource
+// that starts later, or could not be read, is told at a later check). It
+// writes nothing to kcp.
 type claimsReport struct {
 	fleet   *fleet
 	clients endpointClients
@@ -67,9 +77,14 @@ type claimsReport struct {
 	client ctrlruntimeclient.Reader
 	events record.EventRecorder
 	log    logr.Logger
-	// reported is what was last reported per binding (workspace/name);
-	// only the check's goroutine uses it.
-	reported map[string]claims.Finding
+	// reported is, per binding (workspace/name), the last finding and the
+	// PublishedResources told of it; only the check's goroutine uses it.
+	reported map[string]reported
+}
+
+type reported struct {
+	finding claims.Finding
+	told    sets.Set[string]
 }
 
 // NeedLeaderElection: only the leader connects to the endpoints.
@@ -78,69 +93,111 @@ func (c *claimsReport) NeedLeaderElection() bool { return true }
 // Start checks the bindings until ctx ends.
 func (c *claimsReport) Start(ctx context.Context) error {
 	defer metrics.APIBindingClaims.Reset()
-	wait := claimsCheckRetry
+	defer metrics.APIBindingClaimsChecked.Set(0)
+	wait, failures := claimsCheckRetry, 0
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
-		wait = claimsCheckInterval
-		if !c.check(ctx) {
-			wait = claimsCheckRetry
+		if err := c.check(ctx); err != nil {
+			failures++
+			wait = min(claimsCheckRetry<<min(failures-1, 8), claimsCheckInterval)
+			c.log.Info("Could not read the claims of every binding; trying again", "error", err.Error(), "in", wait.String())
+			continue
 		}
+		wait, failures = claimsCheckInterval, 0
 	}
 }
 
 // check reads every endpoint's bindings, reports what changed, and sets
-// the gauge; it reports whether every endpoint was read. A check that
-// could not read them all changes nothing: the gauge and the memory of
-// what was reported stay as the last complete check left them.
-func (c *claimsReport) check(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, claimsCheckTimeout)
-	defer cancel()
+// the gauges. A check that could not read them all changes nothing: the
+// gauges and the memory of what was reported stay as the last complete
+// check left them (sync_agent_apibindings_checked_timestamp_seconds says
+// when that was).
+func (c *claimsReport) check(ctx context.Context) error {
+	urls := c.fleet.endpointURLs()
+	if len(urls) == 0 {
+		return errors.New("no endpoint is connected")
+	}
 	findings := map[string]claims.Finding{}
-	workspaces := map[string]string{}
-	err := eachBinding(ctx, c.clients, c.fleet.endpointURLs(), apiBindingsV1alpha2, func(_ string, b *unstructured.Unstructured) error {
-		key := logicalcluster.From(b).String() + "/" + b.GetName()
-		findings[key] = claims.Assess(b)
-		workspaces[key] = logicalcluster.From(b).String()
-		return nil
-	})
-	if err != nil {
-		c.log.V(2).Info("Could not check the claims of every binding", "error", err.Error())
-		return false
+	for _, url := range urls {
+		listCtx, cancel := context.WithTimeout(ctx, claimsListTimeout)
+		err := eachBinding(listCtx, c.clients, []string{url}, apiBindingsV1alpha2, func(_ string, b *unstructured.Unstructured) error {
+			ws := logicalcluster.From(b).String()
+			if ws == "" {
+				return fmt.Errorf("the binding %s on %s names no workspace", b.GetName(), url)
+			}
+			findings[ws+"/"+b.GetName()] = claims.Assess(b)
+			return nil
+		})
+		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	counts := map[claims.State]int{}
 	var prs []*syncagentv1alpha1.PublishedResource
+	pending := map[string][]string{} // PublishedResource -> messages
+	next := make(map[string]reported, len(findings))
 	for _, key := range slices.Sorted(maps.Keys(findings)) {
 		f := findings[key]
 		counts[f.State]++
-		reason, bad := claimsReasons[f.State]
-		if last, ok := c.reported[key]; !bad || ok && last.State == f.State && last.Message == f.Message {
+		last, ok := c.reported[key]
+		fresh := !ok || last.finding.State != f.State || last.finding.Message != f.Message
+		if fresh {
+			last = reported{finding: f, told: sets.New[string]()}
+		}
+		next[key] = last
+		if _, bad := claimsReasons[f.State]; !bad {
 			continue
+		}
+		if fresh {
+			ws, name, _ := strings.Cut(key, "/")
+			c.log.Info("A binding does not grant the export's claims as asked", "workspace", ws, "binding", name, "state", f.State, "problem", f.Message)
+		}
+		if len(f.Claims) == 0 {
+			continue // kcp's complaint is about claims the export does not make
 		}
 		if prs == nil {
 			prs = c.publishedResources(ctx)
 		}
-		msg := fmt.Sprintf("workspace %s, APIBinding %s: %s; related objects of these types are refused or hidden there until the consumer grants the claims as the export asks",
-			workspaces[key], key[len(workspaces[key])+1:], f.Message)
-		c.log.Info("A binding does not grant the export's claims as asked", "workspace", workspaces[key], "state", f.State, "problem", f.Message)
 		for _, pr := range prs {
-			if usesAny(pr, f.Resources) {
-				c.events.Event(pr, corev1.EventTypeWarning, reason, msg)
+			if !last.told.Has(pr.Name) && needsAny(pr, f.Claims) {
+				last.told.Insert(pr.Name)
+				pending[pr.Name] = append(pending[pr.Name], key)
 			}
 		}
 	}
-	c.reported = findings
+	for _, pr := range prs {
+		c.tell(pr, pending[pr.Name], findings)
+	}
+	c.reported = next
 	for _, s := range claims.States {
 		metrics.APIBindingClaims.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
-	return true
+	metrics.APIBindingClaimsChecked.SetToCurrentTime()
+	return nil
 }
 
-// publishedResources are those whose sync controller runs (a failed read
-// leaves one out: its Event comes with the next change).
+// tell records the Warnings of the bindings keys on pr: the first
+// claimsEventsPerCheck one by one, the rest in one more.
+func (c *claimsReport) tell(pr *syncagentv1alpha1.PublishedResource, keys []string, findings map[string]claims.Finding) {
+	for i, key := range keys {
+		if i == claimsEventsPerCheck {
+			c.events.Event(pr, corev1.EventTypeWarning, claimsReasons[findings[key].State], fmt.Sprintf(
+				"%d more workspaces do not grant the claims this PublishedResource needs as the export asks; sync_agent_apibindings counts them, the agent's log names them", len(keys)-i))
+			return
+		}
+		f := findings[key]
+		ws, name, _ := strings.Cut(key, "/")
+		c.events.Event(pr, corev1.EventTypeWarning, claimsReasons[f.State], fmt.Sprintf(
+			"workspace %s, APIBinding %s: %s; the agent's requests for these types are refused, or see nothing, in that workspace until the consumer grants the claims as the export asks", ws, name, f.Message))
+	}
+}
+
+// publishedResources are those whose sync controller runs.
 func (c *claimsReport) publishedResources(ctx context.Context) []*syncagentv1alpha1.PublishedResource {
 	c.fleet.mu.Lock()
 	names := slices.Sorted(maps.Keys(c.fleet.controllers))
@@ -157,11 +214,11 @@ func (c *claimsReport) publishedResources(ctx context.Context) []*syncagentv1alp
 	return prs
 }
 
-// usesAny reports whether the PublishedResource's related objects are of
-// one of resources in kcp (any, if kcp named no resource).
-func usesAny(pr *syncagentv1alpha1.PublishedResource, resources []schema.GroupResource) bool {
-	for _, rel := range pr.Spec.Related {
-		if len(resources) == 0 || slices.Contains(resources, export.KcpSideGR(rel)) {
+// needsAny reports whether the PublishedResource's sync needs one of the
+// claims (the agent's own claims, and those of its related types).
+func needsAny(pr *syncagentv1alpha1.PublishedResource, affected []claims.Claim) bool {
+	for _, need := range export.RequiredClaims([]syncagentv1alpha1.PublishedResource{*pr}, nil) {
+		if slices.Contains(affected, claims.Claim(need)) {
 			return true
 		}
 	}

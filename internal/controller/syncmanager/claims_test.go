@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/claims"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -72,16 +73,21 @@ func TestClaimsReport(t *testing.T) {
 	}
 	f := newFleet(logr.Discard(), nil, nil, 0)
 	f.providers["https://shard-a"] = &endpoint{}
-	for _, name := range []string{"with-secrets", "with-configmaps", "plain"} {
+	for _, name := range []string{"with-configmaps", "plain"} {
 		f.controllers[name] = &running{}
 	}
 	recorder := record.NewFakeRecorder(100)
 	report := &claimsReport{fleet: f, clients: clients, client: service, events: recorder, log: logr.Discard()}
 	defer metrics.APIBindingClaims.Reset()
 
+	many := []runtime.Object{claimsBinding("ws-a", all, true)}
+	for _, ws := range []string{"ws-c", "ws-d", "ws-e", "ws-f", "ws-g"} {
+		many = append(many, claimsBinding(ws, all, false))
+	}
 	for _, step := range []struct {
 		name     string
 		bindings []runtime.Object
+		start    string // a PublishedResource whose controller starts before the check
 		down     bool
 		complete bool
 		events   []string
@@ -89,8 +95,11 @@ func TestClaimsReport(t *testing.T) {
 	}{
 		{name: "all granted", bindings: []runtime.Object{claimsBinding("ws-a", all, true)}, complete: true,
 			gauge: map[string]float64{"valid": 1, "mismatch": 0}},
-		{name: "ws-b accepts fewer verbs: one Warning, on the PublishedResource using Secrets",
+		{name: "ws-b accepts fewer verbs, but nothing running needs Secrets: no Warning",
 			bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", []any{"get"}, true)}, complete: true,
+			gauge: map[string]float64{"valid": 1, "mismatch": 1}},
+		{name: "the PublishedResource using Secrets starts: told, only it",
+			bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", []any{"get"}, true)}, start: "with-secrets", complete: true,
 			events: []string{"Warning PermissionClaimsMismatch workspace ws-b, APIBinding export-in-ws-b: secrets: verbs [get] accepted"},
 			gauge:  map[string]float64{"valid": 1, "mismatch": 1}},
 		{name: "the same again: no Event", bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", []any{"get"}, true)},
@@ -99,16 +108,22 @@ func TestClaimsReport(t *testing.T) {
 		{name: "ws-b rejects the claim: a new Warning", bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", all, false)},
 			complete: true, events: []string{"Warning PermissionClaimsNotAccepted workspace ws-b, APIBinding export-in-ws-b: secrets: rejected"},
 			gauge: map[string]float64{"valid": 1, "mismatch": 0, "not-accepted": 1}},
-		{name: "ws-b grants it again, then not again: a Warning each time it goes wrong",
-			bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", all, true)}, complete: true,
+		{name: "ws-b grants it again", bindings: []runtime.Object{claimsBinding("ws-a", all, true), claimsBinding("ws-b", all, true)}, complete: true,
 			gauge: map[string]float64{"valid": 2, "not-accepted": 0}},
-		{name: "rejected again", bindings: []runtime.Object{claimsBinding("ws-b", all, false)}, complete: true,
+		{name: "rejected again: told again", bindings: []runtime.Object{claimsBinding("ws-b", all, false)}, complete: true,
 			events: []string{"Warning PermissionClaimsNotAccepted workspace ws-b"},
 			gauge:  map[string]float64{"valid": 0, "not-accepted": 1}},
+		{name: "five workspaces reject it at once: three Warnings and one that counts the rest", bindings: many, complete: true,
+			events: []string{"Warning PermissionClaimsNotAccepted workspace ws-c", "Warning PermissionClaimsNotAccepted workspace ws-d",
+				"Warning PermissionClaimsNotAccepted workspace ws-e", "Warning PermissionClaimsNotAccepted 2 more workspaces"},
+			gauge: map[string]float64{"valid": 1, "not-accepted": 5}},
 	} {
 		bindings, down = step.bindings, step.down
-		if got := report.check(context.Background()); got != step.complete {
-			t.Errorf("%s: check complete = %v, want %v", step.name, got, step.complete)
+		if step.start != "" {
+			f.controllers[step.start] = &running{}
+		}
+		if err := report.check(context.Background()); (err == nil) != step.complete {
+			t.Errorf("%s: check error %v, want complete = %v", step.name, err, step.complete)
 		}
 		var got []string
 		for len(recorder.Events) > 0 {
@@ -130,22 +145,27 @@ func TestClaimsReport(t *testing.T) {
 	}
 }
 
-func TestUsesAny(t *testing.T) {
+// TestNeedsAny: a PublishedResource needs the claims of its related types
+// (with their identity) and the agent's own claims.
+func TestNeedsAny(t *testing.T) {
 	pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{
 		{Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Kind: syncagentv1alpha1.RelatedResourceKindConfigMap}}}}
 	for _, tc := range []struct {
-		resources []schema.GroupResource
-		want      bool
+		affected []claims.Claim
+		want     bool
 	}{
-		{resources: []schema.GroupResource{{Resource: "configmaps"}}, want: true},
-		{resources: []schema.GroupResource{{Resource: "secrets"}}, want: false},
-		{resources: nil, want: true},
+		{affected: []claims.Claim{{Resource: "configmaps"}}, want: true},
+		{affected: []claims.Claim{{Resource: "namespaces"}}, want: true},
+		{affected: []claims.Claim{{Resource: "events"}}, want: true},
+		{affected: []claims.Claim{{Resource: "secrets"}}, want: false},
+		{affected: []claims.Claim{{Resource: "configmaps", IdentityHash: "another-export"}}, want: false},
+		{affected: nil, want: false},
 	} {
-		if got := usesAny(pr, tc.resources); got != tc.want {
-			t.Errorf("usesAny(%v) = %v, want %v", tc.resources, got, tc.want)
+		if got := needsAny(pr, tc.affected); got != tc.want {
+			t.Errorf("needsAny(%v) = %v, want %v", tc.affected, got, tc.want)
 		}
 	}
-	if usesAny(&syncagentv1alpha1.PublishedResource{}, nil) {
-		t.Error("a PublishedResource without related objects uses no claim")
+	if needsAny(&syncagentv1alpha1.PublishedResource{}, []claims.Claim{{Resource: "secrets"}, {Resource: "namespaces"}}) {
+		t.Error("a PublishedResource without related objects needs the secrets or namespaces claim")
 	}
 }
