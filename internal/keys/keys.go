@@ -43,7 +43,9 @@ const (
 	// derive from the agent's User-Agent for its writes without a field
 	// manager: no mark on its own.
 	FieldManager = "api-syncagent"
-	// CleanupFinalizer guards the deletion of synced kcp objects.
+	// CleanupFinalizer is the legacy finalizer that guarded the deletion of
+	// synced kcp objects for every agent alike (the reference's, and this
+	// agent's before CleanupFinalizerOf); see internal/finalizer.
 	CleanupFinalizer = "syncagent.kcp.io/cleanup"
 	// SyncedResources (ours), on a PublishedResource, lists the kcp
 	// resources ("plural.group", comma-separated, sorted) whose objects
@@ -60,11 +62,21 @@ const (
 // objects have been released: "syncagent.kcp.io/release-<agent name>", one
 // per agent (agents with different selectors never touch each other's),
 // with a hash of the name where the name does not fit a qualified name.
-func ReleaseFinalizer(agentName string) string {
-	name := "release-" + agentName
+func ReleaseFinalizer(agentName string) string { return perAgent("release-", agentName) }
+
+// CleanupFinalizerOf (ours) is the finalizer with which an agent guards the
+// deletion of the kcp objects it syncs (primaries and kcp-origin related
+// sources): "syncagent.kcp.io/cleanup-<agent name>", one per agent, hashed
+// as ReleaseFinalizer.
+func CleanupFinalizerOf(agentName string) string { return perAgent("cleanup-", agentName) }
+
+// perAgent is the finalizer "syncagent.kcp.io/<kind><agent name>", with a
+// hash of the name where the name does not fit a qualified name.
+func perAgent(kind, agentName string) string {
+	name := kind + agentName
 	if len(name) > 63 {
 		sum := sha256.Sum256([]byte(agentName))
-		name = "release-" + hex.EncodeToString(sum[:])[:20]
+		name = kind + hex.EncodeToString(sum[:])[:20]
 	}
 	return "syncagent.kcp.io/" + name
 }

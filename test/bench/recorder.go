@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 const (
 	labelRemoteCluster   = "syncagent.kcp.io/remote-object-cluster"
 	annotationRemoteName = "syncagent.kcp.io/remote-object-name"
-	// cleanupFinalizer is the agents' finalizer on kcp objects: its
+	// cleanupFinalizer is the agents' finalizer on kcp objects (the
+	// reference's; ours is cleanupFinalizer + "-<agent name>"): its
 	// arrival is the agent's first write for a new object.
 	cleanupFinalizer = "syncagent.kcp.io/cleanup"
 	// annotationCluster names an object's workspace in a wildcard list.
@@ -201,7 +203,7 @@ func (r *recorder) onRemote(cluster string, u *unstructured.Unstructured) {
 	defer r.mu.Unlock()
 	r.kcpObj[key] = u
 	first(r.kcpSeen, key, now)
-	if slices.Contains(u.GetFinalizers(), cleanupFinalizer) {
+	if slices.ContainsFunc(u.GetFinalizers(), func(f string) bool { return f == cleanupFinalizer || strings.HasPrefix(f, cleanupFinalizer+"-") }) {
 		first(r.kcpAccepted, key, now)
 	}
 	if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "Ready" {

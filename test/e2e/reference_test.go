@@ -162,7 +162,7 @@ func TestReferenceHarness(t *testing.T) {
 	waitGone(t, consumer.Client, newObject(kcpThing, "default", "db", nil), "the kcp object")
 	waitGone(t, f.Service.Client, &local, "the local copy")
 	waitGone(t, f.Service.Client, localSettings, "the related copy")
-	waitReleased(t, consumer, "db-settings")
+	waitReleased(t, f, consumer, "db-settings")
 	if agent.Exited() {
 		t.Errorf("the agent exited (code %d)", agent.ExitCode())
 	}

@@ -16,12 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
 
-const cleanupFinalizer = "syncagent.kcp.io/cleanup"
+// agentFinalizer is the finalizer of the fixture's agent (its default
+// agent name) on the kcp objects it syncs.
+func agentFinalizer(f *framework.Fixture) string {
+	return keys.CleanupFinalizerOf(f.Export.Name + "-syncagent")
+}
 
 // openThingCRD is the test CRD with a spec that keeps unknown fields, so
 // that related references and mutations have room to work.
@@ -108,14 +113,14 @@ func waitGone(t *testing.T, c ctrlruntimeclient.Client, obj ctrlruntimeclient.Ob
 }
 
 // waitReleased waits until the kcp ConfigMap has lost our finalizer.
-func waitReleased(t *testing.T, consumer *framework.Workspace, name string) {
+func waitReleased(t *testing.T, f *framework.Fixture, consumer *framework.Workspace, name string) {
 	t.Helper()
 	cm := &corev1.ConfigMap{}
 	framework.WaitFor(t, syncTimeout, name+" released", func(ctx context.Context) (bool, error) {
 		if err := getObject(ctx, consumer.Client, cm, "default", name); err != nil {
 			return false, err
 		}
-		return !controllerutilContains(cm.Finalizers, cleanupFinalizer), nil
+		return !controllerutilContains(cm.Finalizers, agentFinalizer(f)) && !controllerutilContains(cm.Finalizers, keys.CleanupFinalizer), nil
 	})
 }
 
@@ -186,7 +191,7 @@ func TestRelatedResources(t *testing.T) {
 		}
 		cm := &corev1.ConfigMap{}
 		framework.Must(t, getObject(ctx, consumer.Client, cm, "default", name), "get ConfigMap")
-		if !controllerutilContains(cm.Finalizers, cleanupFinalizer) {
+		if !controllerutilContains(cm.Finalizers, agentFinalizer(f)) {
 			t.Errorf("kcp-origin ConfigMap %s lacks the finalizer: %v", name, cm.Finalizers)
 		}
 	}
@@ -283,11 +288,11 @@ func TestRelatedResources(t *testing.T) {
 		t.Errorf("cm-a-copy (no cleanup) should stay in kcp: %v", err)
 	}
 	waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: "cfg-1"}}, "the service copy of cfg-1")
-	waitReleased(t, consumer, "cfg-1")
+	waitReleased(t, f, consumer, "cfg-1")
 	for _, name := range []string{"cfg-2", "cfg-3"} {
 		cm := &corev1.ConfigMap{}
 		framework.Must(t, getObject(ctx, consumer.Client, cm, "default", name), "get %s", name)
-		if !controllerutilContains(cm.Finalizers, cleanupFinalizer) {
+		if !controllerutilContains(cm.Finalizers, agentFinalizer(f)) {
 			t.Errorf("%s (related to b) lost its finalizer when a was deleted", name)
 		}
 	}
@@ -311,7 +316,7 @@ func TestRelatedResources(t *testing.T) {
 	waitGone(t, consumer.Client, thingB, "Thing b")
 	for _, name := range []string{"cfg-2", "cfg-3"} {
 		waitGone(t, svc, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: localNS, Name: name}}, "the service copy of "+name)
-		waitReleased(t, consumer, name)
+		waitReleased(t, f, consumer, name)
 	}
 	// A released source can be deleted.
 	framework.Must(t, consumer.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg-1"}}), "delete cfg-1")
@@ -342,12 +347,12 @@ func TestRelatedReleasedWithPublishedResource(t *testing.T) {
 		if err := getObject(ctx, consumer.Client, cm, "default", "cfg"); err != nil {
 			return false, err
 		}
-		return controllerutilContains(cm.Finalizers, cleanupFinalizer), nil
+		return controllerutilContains(cm.Finalizers, agentFinalizer(f)), nil
 	})
 	waitLocal(t, f.Service.Client, corev1.SchemeGroupVersion.WithKind("ConfigMap"), consumer.ClusterName, "cfg")
 
 	framework.Must(t, f.Service.Client.Delete(ctx, pr), "delete the PublishedResource")
-	waitReleased(t, consumer, "cfg")
+	waitReleased(t, f, consumer, "cfg")
 	framework.WaitFor(t, syncTimeout, "an ObjectReleased Event on cfg", func(ctx context.Context) (bool, error) {
 		return namespacedEventReasons(ctx, consumer, "default", "cfg")["ObjectReleased"], nil
 	})

@@ -617,7 +617,7 @@ func (w *soakWorld) widgetsGuarded(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		for _, o := range list.Items {
-			if o.GetDeletionTimestamp() == nil && !slices.Contains(o.GetFinalizers(), "syncagent.kcp.io/cleanup") {
+			if o.GetDeletionTimestamp() == nil && !slices.Contains(o.GetFinalizers(), agentFinalizer(w.f)) {
 				return false, nil
 			}
 		}

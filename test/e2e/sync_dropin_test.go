@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,6 +63,15 @@ func TestSyncTakesOverFromReference(t *testing.T) {
 	if len(items) != 1 || items[0].GetUID() != local.GetUID() {
 		t.Errorf("local copies = %d; the existing copy must be kept, not re-created", len(items))
 	}
+	// The reference's finalizer is replaced by the agent's own; deleting
+	// the object then deletes the copy and leaves no finalizer.
+	framework.Must(t, ws[0].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "migrated"}, remote), "get the kcp object")
+	if want := []string{agentFinalizer(f)}; !slices.Equal(remote.GetFinalizers(), want) {
+		t.Errorf("finalizers of the taken-over object %v, want %v", remote.GetFinalizers(), want)
+	}
+	framework.Must(t, ws[0].Client.Delete(ctx, remote), "delete the kcp object")
+	waitGone(t, f.Service.Client, local, "the copy of the deleted object")
+	waitGone(t, ws[0].Client, remote, "the deleted kcp object")
 }
 
 // TestSyncAdoptionKeepsLocalSpec: a local object that a service owner

@@ -6,6 +6,7 @@ import (
 	"context"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,8 +108,8 @@ func TestSyncRoundTrip(t *testing.T) {
 		t.Errorf("local spec.color = %q, want blue", color)
 	}
 	framework.Must(t, consumer.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "my-thing"}, thing), "get Thing")
-	if !controllerutilContains(thing.GetFinalizers(), "syncagent.kcp.io/cleanup") {
-		t.Errorf("kcp object lacks the cleanup finalizer: %v", thing.GetFinalizers())
+	if !slices.Equal(thing.GetFinalizers(), []string{agentFinalizer(f)}) {
+		t.Errorf("kcp object's finalizers %v, want the agent's own %s only", thing.GetFinalizers(), agentFinalizer(f))
 	}
 
 	// Status set on the service side appears in kcp.

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 )
 
 // The contract's metadata (§4.1, §4.3, §5).
@@ -34,7 +36,6 @@ const (
 	labelRelated       = "syncagent.kcp.io/related-identifier"
 	annotationName     = "syncagent.kcp.io/remote-object-name"
 	annotationNS       = "syncagent.kcp.io/remote-object-namespace"
-	finalizer          = "syncagent.kcp.io/cleanup"
 )
 
 // Workspace is a consumer workspace: its logical cluster name and a client
@@ -273,10 +274,10 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	live := map[string]bool{}
 	for _, k := range sortedKeys(primaries) {
 		obj := primaries[k]
-		hasFinalizer := slices.Contains(obj.GetFinalizers(), finalizer)
+		hasFinalizer := slices.Contains(obj.GetFinalizers(), c.finalizer())
 		if obj.GetDeletionTimestamp() != nil {
 			if hasFinalizer {
-				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + finalizer})
+				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			}
 			continue
 		}
@@ -292,7 +293,7 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		}
 		c.markLive(r, live, k)
 		if !hasFinalizer {
-			out = append(out, Violation{RuleFinalizer, k.String(), finalizer, fmt.Sprint(obj.GetFinalizers())})
+			out = append(out, Violation{RuleFinalizer, k.String(), c.finalizer(), fmt.Sprint(obj.GetFinalizers())})
 		}
 		if len(cps) != 1 {
 			out = append(out, Violation{RuleOneCopy, k.String(), "one " + r.Local.Kind, fmt.Sprintf("%d: %s", len(cps), names(cps))})
@@ -311,12 +312,12 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 	}
 	out = append(out, vs...)
 	for k := range r.Kept {
-		if known[k.Cluster] && !r.copyAllowed(primaries[k]) {
+		if known[k.Cluster] && !r.copyAllowed(primaries[k], c.finalizer()) {
 			markState(r, live, k) // released with its PublishedResource: its state stays, with or without a copy
 		}
 	}
 	for _, k := range sortedKeys(byPrimary) {
-		if r.copyAllowed(primaries[k]) {
+		if r.copyAllowed(primaries[k], c.finalizer()) {
 			continue
 		}
 		rule, why := RuleOrphanCopy, "no live kcp object"
@@ -362,12 +363,15 @@ func stateName(gvk schema.GroupVersionKind, k Key) string {
 
 // copyAllowed tells whether a kcp object (nil: none) may have a local copy:
 // it lives and is selected, or was synced before the filter left it out.
-func (r Resource) copyAllowed(obj *unstructured.Unstructured) bool {
+func (r Resource) copyAllowed(obj *unstructured.Unstructured, finalizer string) bool {
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
 		return false
 	}
 	return r.Selected == nil || r.Selected(obj) || slices.Contains(obj.GetFinalizers(), finalizer)
 }
+
+// finalizer is the agent's own finalizer on kcp objects.
+func (c *Checker) finalizer() string { return keys.CleanupFinalizerOf(c.AgentName) }
 
 // checkCopy compares a live primary with its only local copy.
 func (c *Checker) checkCopy(r Resource, k Key, obj, cp *unstructured.Unstructured) []Violation {
@@ -461,8 +465,8 @@ func (c *Checker) checkRelated(ctx context.Context, r Resource, k Key, ws ctrlru
 		case dst == nil:
 			out = append(out, Violation{RuleRelatedCopy, name, "a copy " + dstName, "none"})
 		default:
-			if rel.Origin != OriginService && !slices.Contains(src.GetFinalizers(), finalizer) {
-				out = append(out, Violation{RuleFinalizer, name, finalizer, fmt.Sprint(src.GetFinalizers())})
+			if rel.Origin != OriginService && !slices.Contains(src.GetFinalizers(), c.finalizer()) {
+				out = append(out, Violation{RuleFinalizer, name, c.finalizer(), fmt.Sprint(src.GetFinalizers())})
 			}
 			srcData, _, _ := unstructured.NestedMap(src.Object, "data")
 			dstData, _, _ := unstructured.NestedMap(dst.Object, "data")
@@ -500,7 +504,7 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 	live := map[string]bool{} // namespace/name of the local copies of live primaries
 	for k, cps := range byPrimary {
 		for _, cp := range cps {
-			if r.copyAllowed(primaries[k]) || r.Kept[k] {
+			if r.copyAllowed(primaries[k], c.finalizer()) || r.Kept[k] {
 				live[objectName(cp)] = true
 			}
 		}
@@ -540,15 +544,15 @@ func (c *Checker) checkSourceFinalizers(ctx context.Context) ([]Violation, error
 		}
 		for i := range list.Items {
 			s := &list.Items[i]
-			if !slices.Contains(s.GetFinalizers(), finalizer) {
+			if !slices.Contains(s.GetFinalizers(), c.finalizer()) {
 				continue
 			}
 			k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
 			switch {
 			case s.GetDeletionTimestamp() != nil:
-				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + finalizer})
+				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			case !c.sources[k]:
-				out = append(out, Violation{RuleFinalizer, k.String(), "no " + finalizer + " (no primary that may have a copy names it)", fmt.Sprint(s.GetFinalizers())})
+				out = append(out, Violation{RuleFinalizer, k.String(), "no " + c.finalizer() + " (no primary that may have a copy names it)", fmt.Sprint(s.GetFinalizers())})
 			}
 		}
 	}

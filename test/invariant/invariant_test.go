@@ -13,6 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
+// testFinalizer is the finalizer of the agent named "agent".
+const testFinalizer = "syncagent.kcp.io/cleanup-agent"
+
 var (
 	kcpThing   = schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Thing"}
 	localThing = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
@@ -29,7 +32,7 @@ func object(gvk schema.GroupVersionKind, namespace, name string, spec map[string
 // primary is a synced kcp Thing with our finalizer and a status.
 func primary(name string, spec map[string]any) *unstructured.Unstructured {
 	o := object(kcpThing, "default", name, spec)
-	o.SetFinalizers([]string{finalizer})
+	o.SetFinalizers([]string{testFinalizer})
 	o.Object["status"] = map[string]any{"phase": "Ready"}
 	return o
 }
@@ -64,7 +67,7 @@ const tokenLabel = "test.kcp.io/token"
 // relatedSource is the kcp-origin related Secret of primary name.
 func relatedSource(name, data string) *unstructured.Unstructured {
 	o := labelled(secret("default", name+"-secret"), tokenLabel, "yes")
-	o.SetFinalizers([]string{finalizer})
+	o.SetFinalizers([]string{testFinalizer})
 	o.Object["data"] = map[string]any{"token": data}
 	return o
 }

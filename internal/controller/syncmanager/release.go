@@ -23,6 +23,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -73,6 +74,8 @@ type release struct {
 	// endpoint does not serve it).
 	resourceOf func(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
 	state      *state.Store
+	// fin are the agent's finalizers.
+	fin finalizer.Of
 	// event records an Event on an object of an engaged workspace.
 	event func(cluster string, obj *unstructured.Unstructured)
 }
@@ -122,16 +125,17 @@ func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupV
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+			legacy := !rel.fin.Owns(obj)
+			if legacy && !rel.fin.Migrating(obj) {
 				continue
 			}
-			if ours, err := rel.ours(ctx, obj); err != nil || !ours {
+			if ours, err := rel.ours(ctx, obj, legacy); err != nil || !ours {
 				if err != nil {
 					errs = append(errs, err)
 				}
 				continue
 			}
-			ok, err := rel.releaseObject(ctx, url, gvr, obj)
+			ok, err := rel.releaseObject(ctx, url, gvr, obj, legacy)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -145,17 +149,22 @@ func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupV
 	}
 }
 
-// ours reports whether a primary with the cleanup finalizer is this
-// agent's to release: the agent holds its state (another agent with the
-// same finalizer, or one of our objects whose first pass never got that
-// far, is left alone), and no related record names it as a kcp-origin
-// source (another PublishedResource still needs the finalizer).
-func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
+// ours reports whether a primary with the agent's finalizer is this
+// agent's to release. With its own finalizer it is, synced or not (an
+// object accepted but never synced has no state, and must not keep the
+// finalizer); with the legacy one only if the agent holds its state
+// (another agent may use the legacy finalizer, and an object accepted but
+// never synced before per-agent finalizers is indistinguishable from
+// another agent's). Either way not while a related record names it as a
+// kcp-origin source (another PublishedResource still needs the finalizer).
+func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured, legacy bool) (bool, error) {
 	p := state.Primary{Remote: objmeta.Remote{Cluster: logicalcluster.From(obj).String(), Namespace: obj.GetNamespace(), Name: obj.GetName()},
 		APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
-	st, err := rel.state.Get(ctx, p)
-	if err != nil || st == nil {
-		return false, err
+	if legacy {
+		st, err := rel.state.Get(ctx, p)
+		if err != nil || st == nil {
+			return false, err
+		}
 	}
 	ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	holders, err := rel.state.SourceHolders(ctx, p, ref)
@@ -169,10 +178,7 @@ func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured) (b
 // write does not leave our finalizer behind (a one-pass release has no
 // second chance). An object re-created under the name meanwhile is left
 // alone.
-func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (bool, error) {
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
-		return false, nil
-	}
+func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, legacyOurs bool) (bool, error) {
 	cluster := logicalcluster.From(obj).String()
 	c, err := rel.clients(url, cluster)
 	if err != nil {
@@ -181,16 +187,11 @@ func (rel *release) releaseObject(ctx context.Context, url string, gvr schema.Gr
 	objects := c.Resource(gvr).Namespace(obj.GetNamespace())
 	released := false
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		rest := obj.DeepCopy()
+		if !rel.fin.Release(rest, legacyOurs) {
 			return nil
 		}
-		rest := make([]string, 0, len(obj.GetFinalizers()))
-		for _, f := range obj.GetFinalizers() {
-			if f != keys.CleanupFinalizer {
-				rest = append(rest, f)
-			}
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest, "resourceVersion": obj.GetResourceVersion()}})
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest.GetFinalizers(), "resourceVersion": obj.GetResourceVersion()}})
 		if err != nil {
 			return err
 		}
@@ -287,7 +288,9 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
 			continue
 		}
-		_, err = rel.releaseObject(ctx, url, gvr, obj)
+		// The legacy finalizer is the agent's only if the record predates
+		// per-agent finalizers.
+		_, err = rel.releaseObject(ctx, url, gvr, obj, rec.Finalizer == "")
 		return err
 	}
 	return errors.Join(errs...)
@@ -414,7 +417,7 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 // newRelease prepares a release through the given endpoints.
 func (r *reconciler) newRelease(urls []string) *release {
 	return &release{urls: urls, clients: r.endpointClients, served: r.servedResource, resourceOf: r.resourceOfKind,
-		state: r.fleet.state, event: r.fleet.releaseEvent}
+		state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent}
 }
 
 // releaseEarlier releases the objects of the kcp resources an earlier

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -51,6 +52,7 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 		return fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ThingList"}, objs...)
 	}
 	shardDown := errors.New("connection refused")
+	own, theirs := finalizer.For("agent").Own, finalizer.For("another-agent").Own
 
 	testcases := []struct {
 		name         string
@@ -60,19 +62,20 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 		wantErr      bool
 	}{
 		{
-			name: "objects of workspaces on every endpoint lose our finalizer only; objects we hold no state for keep it",
+			name: "objects of workspaces on every endpoint lose our finalizer only, with state or without (accepted, never synced); " +
+				"a legacy finalizer only where we hold state; another agent's never",
 			endpoints: map[string]*fakedynamic.FakeDynamicClient{
-				"https://shard-1": newEndpoint(thing("ws1", "a", keys.CleanupFinalizer), thing("ws1", "b", "other.io/keep", keys.CleanupFinalizer), thing("ws2", "c"),
-					thing("ws2", "foreign", keys.CleanupFinalizer)),
+				"https://shard-1": newEndpoint(thing("ws1", "a", own), thing("ws1", "b", "other.io/keep", own), thing("ws2", "c"),
+					thing("ws2", "foreign", keys.CleanupFinalizer), thing("ws2", "never-synced", own), thing("ws2", "theirs", theirs)),
 				"https://shard-2": newEndpoint(thing("ws3", "d", keys.CleanupFinalizer)),
 			},
-			wantReleased: 3,
+			wantReleased: 4,
 		},
 		{
 			name: "an unreachable endpoint is an error, the others are released",
 			endpoints: map[string]*fakedynamic.FakeDynamicClient{
-				"https://shard-1": newEndpoint(thing("ws1", "a", keys.CleanupFinalizer)),
-				"https://shard-2": newEndpoint(thing("ws3", "d", keys.CleanupFinalizer)),
+				"https://shard-1": newEndpoint(thing("ws1", "a", own)),
+				"https://shard-2": newEndpoint(thing("ws3", "d", own)),
 			},
 			unreachable:  "https://shard-2",
 			wantReleased: 1,
@@ -107,6 +110,7 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 					return gvr, true, nil
 				},
 				state: store,
+				fin:   finalizer.For("agent"),
 				event: func(cluster string, obj *unstructured.Unstructured) {
 					events = append(events, cluster+"/"+obj.GetName())
 				},
@@ -127,8 +131,11 @@ func TestReleaseOnEveryEndpoint(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, o := range list.Items {
-					if has := slices.Contains(o.GetFinalizers(), keys.CleanupFinalizer); has != (o.GetName() == "foreign") {
-						t.Errorf("%s %s: our finalizer %v, want it only on the object we hold no state for", url, o.GetName(), has)
+					if has := slices.Contains(o.GetFinalizers(), own) || slices.Contains(o.GetFinalizers(), keys.CleanupFinalizer); has != (o.GetName() == "foreign") {
+						t.Errorf("%s %s: a finalizer of ours %v, want one only on the legacy object we hold no state for", url, o.GetName(), has)
+					}
+					if o.GetName() == "theirs" && !slices.Equal(o.GetFinalizers(), []string{theirs}) {
+						t.Errorf("another agent's finalizers: %v", o.GetFinalizers())
 					}
 					if o.GetName() == "b" && !slices.Equal(o.GetFinalizers(), []string{"other.io/keep"}) {
 						t.Errorf("b's other finalizers: %v", o.GetFinalizers())
@@ -265,6 +272,7 @@ func TestReleaseLosesNoConcurrentFinalizer(t *testing.T) {
 			return gvr, true, nil
 		},
 		state: store,
+		fin:   finalizer.For("agent"),
 	}
 	// One pass: the conflict is retried with a fresh read (a release of a
 	// PublishedResource deleted without our finalizer has no second pass).
@@ -335,6 +343,7 @@ func TestReleaseLeavesRecreatedObject(t *testing.T) {
 			return gvr, true, nil
 		},
 		state: store,
+		fin:   finalizer.For("agent"),
 	}
 	if n, err := rel.run(context.Background(), gvr.GroupResource()); err != nil || n != 0 {
 		t.Fatalf("released %d, error %v; want 0 and no error", n, err)

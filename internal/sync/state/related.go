@@ -86,6 +86,11 @@ type RelatedRecord struct {
 	// records written before it was kept): an object put in its place by
 	// someone else has another UID.
 	DestinationUID types.UID `json:"destinationUID,omitempty"`
+	// Finalizer is the finalizer the agent put on a kcp-origin source for
+	// this record, its own (empty in records written before per-agent
+	// finalizers: the source then carries the legacy one, which is the
+	// agent's to migrate or remove).
+	Finalizer string `json:"finalizer,omitempty"`
 }
 
 // Related identifies the state of one related object of a primary.
@@ -141,6 +146,16 @@ func (s *Store) GetRelated(ctx context.Context, r Related) (map[string]any, erro
 // names ("" if there is no record or it has no UID), from the cache or,
 // with live, from the API server.
 func (s *Store) RelatedDestinationUID(ctx context.Context, r Related, live bool) (types.UID, error) {
+	rec, err := s.StoredRecord(ctx, r, live)
+	if err != nil || rec == nil {
+		return "", err
+	}
+	return rec.DestinationUID, nil
+}
+
+// StoredRecord returns the stored record of r (nil if there is none, or it
+// cannot be read), from the cache or, with live, from the API server.
+func (s *Store) StoredRecord(ctx context.Context, r Related, live bool) (*RelatedRecord, error) {
 	var reader ctrlruntimeclient.Reader = s.Client
 	if live {
 		reader = s.live()
@@ -149,15 +164,15 @@ func (s *Store) RelatedDestinationUID(ctx context.Context, r Related, live bool)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: RelatedSecretName(r)}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return nil, nil
 	case err != nil:
-		return "", fmt.Errorf("failed to get related state Secret: %w", err)
+		return nil, fmt.Errorf("failed to get related state Secret: %w", err)
 	}
 	var rec RelatedRecord
 	if json.Unmarshal(secret.Data[relatedRecordKey], &rec) != nil {
-		return "", nil
+		return nil, nil
 	}
-	return rec.DestinationUID, nil
+	return &rec, nil
 }
 
 // GetRelatedLive reads the related object's own state Secret from the API

@@ -8,9 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -65,7 +63,7 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	if obj.GetDeletionTimestamp() != nil {
 		return nil, nil
 	}
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+	if !s.finalizers().Owns(obj) {
 		return []string{DriftNotAccepted}, nil
 	}
 	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}

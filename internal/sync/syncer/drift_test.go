@@ -80,7 +80,7 @@ func TestSyncer_drift(t *testing.T) {
 		}},
 		{name: "the finalizer removed in kcp", want: []string{DriftNotAccepted}, change: func(t *testing.T, e *relatedEnv) {
 			obj := e.getRemote(t, "default", "foo")
-			controllerutil.RemoveFinalizer(obj, finalizer)
+			controllerutil.RemoveFinalizer(obj, ownFinalizer)
 			mustUpdate(t, e.kcp, obj)
 		}},
 		{name: "a related copy deleted", want: []string{DriftRelatedMissing}, change: func(t *testing.T, e *relatedEnv) {

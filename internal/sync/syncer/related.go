@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	smdtyped "sigs.k8s.io/structured-merge-diff/v4/typed"
 
@@ -273,9 +272,20 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// From here on this pass writes (a copy or the state): a kcp-origin
 	// source gets the finalizer first. A refused source never gets it, as
 	// nothing would release it once the primary stops selecting it.
-	if e.Origin == related.SideKcp && !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
+	fin := s.finalizers()
+	var stored *state.RelatedRecord
+	if e.Origin == related.SideKcp {
+		rec.Finalizer = fin.Own
+		if stored, err = s.State.StoredRecord(ctx, rec, false); err != nil {
+			return res, err
+		}
+	}
+	// A legacy finalizer is replaced only on a source this agent recorded
+	// before it had a finalizer of its own (it was put there for this
+	// role); on a source new to the agent it is another agent's and stays.
+	if e.Origin == related.SideKcp && !fin.Owns(origin) {
 		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(origin, keys.CleanupFinalizer)
+		fin.Take(origin, legacyRecord(stored))
 		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
 			if objectNotFound(err, origin.GetName()) {
 				// Deleted since it was read: nothing of it to copy.
@@ -375,7 +385,10 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	if e.Origin == related.SideService {
 		rec.DestinationUID = dest.GetUID()
 	}
-	if last == nil || !equality.Semantic.DeepEqual(last, desired.Object) || recordedUID != rec.DestinationUID {
+	// A record without the agent's finalizer (written before it had its
+	// own) is written again once the source carries it.
+	if last == nil || !equality.Semantic.DeepEqual(last, desired.Object) || recordedUID != rec.DestinationUID ||
+		e.Origin == related.SideKcp && (stored == nil || stored.Finalizer != rec.Finalizer) {
 		if err := s.State.PutRelated(ctx, rec, desired.Object); err != nil {
 			return res, err
 		}
@@ -456,8 +469,16 @@ func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimecl
 // then the finalizer.
 func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
 	res := Result{}
-	if !controllerutil.ContainsFinalizer(origin, keys.CleanupFinalizer) {
-		return res, nil
+	fin := s.finalizers()
+	legacy := !fin.Owns(origin)
+	if legacy {
+		// The legacy finalizer is the agent's only while its record from
+		// before per-agent finalizers exists; the record then goes after
+		// the finalizer.
+		stored, err := s.storedRecord(ctx, rec)
+		if err != nil || !fin.Migrating(origin) || !legacyRecord(stored) {
+			return res, err
+		}
 	}
 	secretName := state.RelatedSecretName(rec)
 	stored, err := s.State.GetRelated(ctx, rec)
@@ -489,13 +510,32 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 			s.Event(origin, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the related object's copy.")
 		}
 	}
-	if err := s.State.DeleteRelated(ctx, secretName); err != nil {
+	if !legacy {
+		if err := s.State.DeleteRelated(ctx, secretName); err != nil {
+			return res, err
+		}
+	}
+	r, err := s.removeFinalizer(ctx, ws, origin, legacy)
+	res.add(r)
+	if err != nil || !legacy {
 		return res, err
 	}
-	r, err := s.removeFinalizer(ctx, ws, origin)
-	res.add(r)
-	return res, err
+	return res, s.State.DeleteRelated(ctx, secretName)
 }
+
+// storedRecord reads r's stored record from the cache, or from the API
+// server if the cache has none (a record written a moment ago counts).
+func (s *Syncer) storedRecord(ctx context.Context, r state.Related) (*state.RelatedRecord, error) {
+	rec, err := s.State.StoredRecord(ctx, r, false)
+	if err == nil && rec == nil {
+		rec, err = s.State.StoredRecord(ctx, r, true)
+	}
+	return rec, err
+}
+
+// legacyRecord reports whether rec was written before the agent had a
+// finalizer of its own: the legacy finalizer on its source is the agent's.
+func legacyRecord(rec *state.RelatedRecord) bool { return rec != nil && rec.Finalizer == "" }
 
 // desiredCopy is what the destination of origin should hold; other is
 // the existing destination (or an empty object of its type).
@@ -613,12 +653,11 @@ func ownedFields(obj *unstructured.Unstructured, fieldsV1 []byte) *unstructured.
 // object (a primary whose PublishedResource is gone has no deletion flow
 // that could take the finalizer off later). An object that is not being
 // deleted gets it again from its own sync.
-func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, legacyOurs bool) (Result, error) {
+	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	if !s.finalizers().Release(obj, legacyOurs) {
 		return Result{}, nil
 	}
-	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
 	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 		return Result{}, fmt.Errorf("failed to remove the finalizer from %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
@@ -641,7 +680,7 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 	if err != nil {
 		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
 	}
-	return s.removeFinalizer(ctx, ws, origin)
+	return s.removeFinalizer(ctx, ws, origin, legacyRecord(&rec))
 }
 
 // releaseHolders does, for a primary in deletion that other primaries

@@ -48,7 +48,7 @@ var (
 )
 
 const (
-	finalizer     = "syncagent.kcp.io/cleanup"
+	ownFinalizer  = "syncagent.kcp.io/cleanup-agent" // the agent named "agent"
 	annotationPfx = "related-resources.syncagent.kcp.io/"
 )
 
@@ -379,7 +379,7 @@ func TestSyncer_related_kcpOriginCopy(t *testing.T) {
 	e.mustConverge(t)
 
 	gotSource := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
-	if diff := cmp.Diff([]string{"example.com/other", finalizer}, gotSource.GetFinalizers()); diff != "" {
+	if diff := cmp.Diff([]string{"example.com/other", ownFinalizer}, gotSource.GetFinalizers()); diff != "" {
 		t.Errorf("source finalizers (-want +got):\n%s", diff)
 	}
 	dest := &corev1.ConfigMap{}
@@ -939,7 +939,7 @@ func TestSyncer_related_sharedObjectsOutliveTheFirstPrimary(t *testing.T) {
 	if get(t, e.kcp, kcpCredGVK, "default", "a-creds") == nil {
 		t.Error("the kcp copy bar still uses was deleted with foo")
 	}
-	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); !slices.Contains(f, finalizer) {
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); !slices.Contains(f, ownFinalizer) {
 		t.Errorf("the source bar still uses lost its finalizer: %v", f)
 	}
 	if n := len(e.relatedStateNames(t)); n != 2 {
@@ -1518,7 +1518,7 @@ func TestSyncer_related_deselectedSourceIsReleased(t *testing.T) {
 	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
 		t.Errorf("the deselected source kept finalizers %v", f)
 	}
-	if diff := cmp.Diff([]string{finalizer}, mustGet(t, e.kcp, configMapGVK, "default", "new-config").GetFinalizers()); diff != "" {
+	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "new-config").GetFinalizers()); diff != "" {
 		t.Errorf("finalizers of the new source (-want +got):\n%s", diff)
 	}
 	// The old copy stays; only its state goes.
@@ -1558,7 +1558,7 @@ func TestSyncer_related_otherPrimaryKindKeepsItsRelatedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := mustGet(t, e.kcp, configMapGVK, "default", "gadget-config")
-	src.SetFinalizers([]string{finalizer})
+	src.SetFinalizers([]string{ownFinalizer})
 	if err := e.kcp.Update(ctx, src); err != nil {
 		t.Fatal(err)
 	}
@@ -1574,7 +1574,7 @@ func TestSyncer_related_otherPrimaryKindKeepsItsRelatedState(t *testing.T) {
 		t.Errorf("related state Secrets (-want +got):\n%s", diff)
 	}
 	mustGet(t, e.service, configMapGVK, cluster, "gadget-config")
-	if diff := cmp.Diff([]string{finalizer}, mustGet(t, e.kcp, configMapGVK, "default", "gadget-config").GetFinalizers()); diff != "" {
+	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "gadget-config").GetFinalizers()); diff != "" {
 		t.Errorf("finalizers of the Gadget's source (-want +got):\n%s", diff)
 	}
 }
@@ -1877,7 +1877,7 @@ func TestSyncer_related_kcpOriginCopyWithoutItsRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 				src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
-				controllerutil.AddFinalizer(src, finalizer)
+				controllerutil.AddFinalizer(src, ownFinalizer)
 				if err := e.kcp.Update(t.Context(), src); err != nil {
 					t.Fatal(err)
 				}
@@ -1979,7 +1979,7 @@ func TestSyncer_related_sourceDeletedBeforeItsFinalizer(t *testing.T) {
 		},
 	})
 	ws := Workspace{Client: gone, Cluster: cluster}
-	for range 3 { // the primary's finalizer, its copy, then the related object
+	for range 3 { // the primary's ownFinalizer, its copy, then the related object
 		res, err := e.syncer.Process(t.Context(), ws, e.getRemote(t, "default", "foo"))
 		if err != nil {
 			t.Fatalf("Process = %v, want no error", err)

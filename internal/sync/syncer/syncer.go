@@ -21,10 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
@@ -134,9 +133,12 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 		return s.delete(ctx, ws, obj, p)
 	}
 
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+	if fin := s.finalizers(); !fin.Owns(obj) {
+		// A legacy finalizer on a primary of this export was put there for
+		// the same role (by the reference or an earlier version): replaced.
+		migrating := fin.Migrating(obj)
 		patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(obj, keys.CleanupFinalizer)
+		fin.Take(obj, true)
 		if err := ws.Client.Patch(ctx, obj, patch); err != nil {
 			if apierrors.IsNotFound(err) {
 				// Deleted since the cache showed it: nothing to sync.
@@ -144,7 +146,11 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 			}
 			return Result{}, fmt.Errorf("failed to add the finalizer: %w", err)
 		}
-		s.Event(obj, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
+		if migrating {
+			log.FromContext(ctx).V(1).Info("Replaced the legacy finalizer by the agent's own", "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
+		} else {
+			s.Event(obj, corev1.EventTypeNormal, ReasonObjectAccepted, "The object was accepted for synchronization.")
+		}
 		// The patch returned the updated object: go on in this pass, so that
 		// a new object needs one trip through the queue, not two.
 		res, err := s.sync(ctx, ws, obj, p)
@@ -533,16 +539,32 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 	return Result{Writes: 1}, nil
 }
 
+// finalizers is the agent's view of finalizers on kcp objects.
+func (s *Syncer) finalizers() finalizer.Of { return finalizer.For(s.AgentName) }
+
 // errObjectGone: the kcp object was deleted since the pass read it.
 var errObjectGone = errors.New("the kcp object is gone")
 
 // delete runs the deletion flow (contract §6.7): delete the local copy and
-// wait until it is gone, delete the state, release the finalizer.
+// wait until it is gone, delete the state, release the finalizer. An object
+// that carries the legacy finalizer instead of the agent's own (synced by
+// an earlier version or the reference, deleted before a pass of this one
+// took it over) is the agent's only while its state exists, and so its
+// state goes after the finalizer.
 func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
-	if !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
-		return Result{}, nil
+	fin := s.finalizers()
+	legacy := !fin.Owns(obj)
+	if legacy {
+		if !fin.Migrating(obj) {
+			return Result{}, nil
+		}
+		// Another agent's (using this object as its related source, say),
+		// unless this agent holds state of it.
+		if last, err := s.State.Get(ctx, p); err != nil || last == nil {
+			return Result{}, err
+		}
 	}
-	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
+	if res, err := s.cleanup(ctx, ws, obj, p, legacy); err != nil || res.Requeue || res.Waiting != "" {
 		return res, err
 	}
 	// The object may also be the kcp-origin related object of other
@@ -556,9 +578,16 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 		s.Warned.Forget(obj)
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-	controllerutil.RemoveFinalizer(obj, keys.CleanupFinalizer)
+	fin.Release(obj, legacy)
 	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 		return Result{}, fmt.Errorf("failed to remove the finalizer: %w", err)
+	}
+	if legacy {
+		// Once the finalizer is gone; if this fails, the object vanishes
+		// with its state and Vanished (or the sweep) finishes.
+		if err := s.State.Delete(ctx, p); err != nil {
+			return Result{Writes: 1}, err
+		}
 	}
 	log.FromContext(ctx).V(1).Info("Released the kcp object", "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was cleaned up on the service cluster.")
@@ -566,9 +595,9 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 }
 
 // cleanup removes what obj has on the service cluster: related objects,
-// the local copy (waiting until it is gone) and the state. It is done when
-// the result asks for neither a requeue nor a wait.
-func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
+// the local copy (waiting until it is gone) and, unless keepState, the
+// state. It is done when the result asks for neither a requeue nor a wait.
+func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary, keepState bool) (Result, error) {
 	local, err := s.findLocal(ctx, p.Remote)
 	if err != nil {
 		return Result{}, err
@@ -600,6 +629,9 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 	if res, err := s.forgetUnseenRelated(ctx, ws, p, obj); err != nil || res.Writes > 0 {
 		res.Requeue = true
 		return res, err
+	}
+	if keepState {
+		return Result{}, nil
 	}
 	// The state goes last: while it exists, a vanished object's cleanup
 	// goes on (see Vanished).
@@ -646,7 +678,7 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 		return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("A kcp object vanished without its deletion being processed; cleaning up its local copy and state")
-	return s.cleanup(ctx, ws, ref, p)
+	return s.cleanup(ctx, ws, ref, p, false)
 }
 
 // newCopy is the local copy a create writes: desired with the sync

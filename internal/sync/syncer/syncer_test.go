@@ -926,7 +926,7 @@ func TestSyncer_primaryCompletesItsRelatedRole(t *testing.T) {
 			break
 		}
 		// Until bar's copy of foo and its record are gone, foo stays.
-		if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "foo-peer"}, &corev1.ConfigMap{}); err == nil && !controllerutil.ContainsFinalizer(obj, keys.CleanupFinalizer) {
+		if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "foo-peer"}, &corev1.ConfigMap{}); err == nil && !controllerutil.ContainsFinalizer(obj, ownFinalizer) {
 			t.Fatal("the finalizer went before the related role's cleanup")
 		}
 		if _, err := e.syncer.Process(ctx, ws, obj); err != nil {

@@ -1,0 +1,148 @@
+package syncer
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// setFinalizers replaces the finalizers of a kcp object, as another agent
+// or an earlier version of this one left them.
+func setFinalizers(t *testing.T, c ctrlruntimeclient.Client, obj ctrlruntimeclient.Object, finalizers ...string) {
+	t.Helper()
+	obj.SetFinalizers(finalizers)
+	if err := c.Update(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSyncer_legacyFinalizerOfAPrimaryIsMigrated: a primary synced by the
+// reference (or an earlier version) carries syncagent.kcp.io/cleanup; the
+// first pass replaces it by the agent's own, and deleting the primary
+// removes the agent's own and leaves nothing.
+func TestSyncer_legacyFinalizerOfAPrimaryIsMigrated(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{})
+	e.createPrimary(t, map[string]any{}, nil)
+	setFinalizers(t, e.kcp, e.getRemote(t, "default", "foo"), "example.com/other", finalizer.Legacy)
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{"example.com/other", ownFinalizer}, e.getRemote(t, "default", "foo").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers after the first pass (-want +got):\n%s", diff)
+	}
+	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{"example.com/other"}, e.getRemote(t, "default", "foo").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers after the cleanup (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_anotherAgentsLegacyFinalizerStays: a consumer's ConfigMap that
+// another agent (the reference, say) guards with syncagent.kcp.io/cleanup
+// becomes a related source of ours: it gets the agent's own finalizer next
+// to the other's, and when our primary goes only ours is removed (the other
+// agent still needs its own: reference issue #172).
+func TestSyncer_anotherAgentsLegacyFinalizerStays(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{finalizer.Legacy, ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the source while synced (-want +got):\n%s", diff)
+	}
+	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{finalizer.Legacy}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the source after our primary went (-want +got):\n%s", diff)
+	}
+}
+
+// TestSyncer_ourLegacyFinalizerOfASourceIsMigrated: a related source this
+// agent synced before per-agent finalizers (its record exists) carries the
+// legacy finalizer: the next pass replaces it by the agent's own, and the
+// primary's deletion leaves the source without either.
+func TestSyncer_ourLegacyFinalizerOfASourceIsMigrated(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	// As an earlier version left it: the legacy finalizer on the source, a
+	// record that names none.
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
+	writeLegacyRecords(t, e)
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the source after the next pass (-want +got):\n%s", diff)
+	}
+	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("finalizers of the source after the primary went: %v", f)
+	}
+}
+
+// writeLegacyRecords rewrites default/foo's related records as versions
+// before per-agent finalizers wrote them (no finalizer named).
+func writeLegacyRecords(t *testing.T, e *relatedEnv) {
+	t.Helper()
+	ctx := t.Context()
+	records, err := e.syncer.State.ListRelatedLive(ctx, fooPrimary())
+	if err != nil || len(records) == 0 {
+		t.Fatalf("related records of default/foo: %v, %v", records, err)
+	}
+	for _, r := range records {
+		rec := state.Related{Primary: r.PrimaryOf(), RelatedRecord: r.RelatedRecord}
+		content, err := e.syncer.State.GetRelatedLive(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Finalizer = ""
+		if err := e.syncer.State.PutRelated(ctx, rec, content); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := e.syncer.State.StoredRecord(ctx, rec, true); err != nil || got == nil || got.Finalizer != "" {
+			t.Fatalf("the rewritten record: %+v, %v", got, err)
+		}
+	}
+}
+
+// TestSyncer_legacySourceOfADeletedPrimaryIsReleased: the primary of a
+// source that carries the legacy finalizer (from an earlier version, its
+// record naming no finalizer) is deleted before any pass of this version:
+// the source loses the legacy finalizer all the same.
+func TestSyncer_legacySourceOfADeletedPrimaryIsReleased(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
+	setFinalizers(t, e.kcp, e.getRemote(t, "default", "foo"), finalizer.Legacy)
+	writeLegacyRecords(t, e)
+	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("finalizers of the source after the primary went: %v", f)
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related state left: %v", names)
+	}
+}
