@@ -30,8 +30,11 @@ func agentFinalizer(f *framework.Fixture) string {
 
 // openThingCRD is the test CRD with a spec that keeps unknown fields, so
 // that related references and mutations have room to work.
-func openThingCRD() *apiextensionsv1.CustomResourceDefinition {
-	crd := framework.TestCRD("example.com", "Thing", "v1")
+func openThingCRD() *apiextensionsv1.CustomResourceDefinition { return openCRD("Thing") }
+
+// openCRD is framework.TestCRD with a spec that keeps any field.
+func openCRD(kind string) *apiextensionsv1.CustomResourceDefinition {
+	crd := framework.TestCRD("example.com", kind, "v1")
 	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	spec.XPreserveUnknownFields = ptrTo(true)
 	crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = spec
