@@ -162,7 +162,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace, "Namespace of the agent on the service cluster: state Secrets, leader-election Lease and Events (required).")
 	fs.StringVar(&o.APIExportEndpointSliceRef, "apiexportendpointslice-ref", o.APIExportEndpointSliceRef, "Name of the APIExportEndpointSlice in the kcp kubeconfig's workspace. Exactly one of --apiexportendpointslice-ref and --apiexport-ref is required.")
 	fs.StringVar(&o.APIExportRef, "apiexport-ref", o.APIExportRef, "Name of the APIExport in the kcp kubeconfig's workspace (legacy wiring). Exactly one of --apiexportendpointslice-ref and --apiexport-ref is required.")
-	fs.StringVar(&o.AgentName, "agent-name", o.AgentName, "Identity of this agent, written into labels and the Lease name; must not change after the first run. Default: <ref>-syncagent.")
+	fs.StringVar(&o.AgentName, "agent-name", o.AgentName, "Identity of this agent, written into labels, the finalizers on kcp objects (syncagent.kcp.io/cleanup-<name>) and the Lease name; must not change after the first run (objects keep the old name's finalizer). Default: <ref>-syncagent.")
 	fs.StringVar(&o.PublishedResourceSelectorString, "published-resource-selector", o.PublishedResourceSelectorString, "Label selector (kubectl syntax) limiting the PublishedResources this agent handles. Empty selects all.")
 	fs.BoolVar(&o.EnableLeaderElection, "enable-leader-election", o.EnableLeaderElection, "Elect a leader through the Lease syncagent.<agent-name> in --namespace.")
 	fs.StringVar(&o.KubeconfigHostOverride, "kubeconfig-host-override", o.KubeconfigHostOverride, "Replace the server URL of the service cluster kubeconfig.")

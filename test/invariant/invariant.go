@@ -276,7 +276,8 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		obj := primaries[k]
 		hasFinalizer := slices.Contains(obj.GetFinalizers(), c.finalizer())
 		if obj.GetDeletionTimestamp() != nil {
-			if hasFinalizer {
+			// The legacy finalizer counts: only this agent syncs here.
+			if hasFinalizer || slices.Contains(obj.GetFinalizers(), keys.CleanupFinalizer) {
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			}
 			continue
@@ -544,11 +545,14 @@ func (c *Checker) checkSourceFinalizers(ctx context.Context) ([]Violation, error
 		}
 		for i := range list.Items {
 			s := &list.Items[i]
-			if !slices.Contains(s.GetFinalizers(), c.finalizer()) {
+			own := slices.Contains(s.GetFinalizers(), c.finalizer())
+			if !own && !slices.Contains(s.GetFinalizers(), keys.CleanupFinalizer) {
 				continue
 			}
 			k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
 			switch {
+			case !own:
+				out = append(out, Violation{RuleFinalizer, k.String(), "no " + keys.CleanupFinalizer + " (only this agent syncs here, with its own)", fmt.Sprint(s.GetFinalizers())})
 			case s.GetDeletionTimestamp() != nil:
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			case !c.sources[k]:

@@ -258,10 +258,14 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 	if err != nil {
 		return err
 	}
+	// The legacy finalizer is the agent's only if the record predates
+	// per-agent finalizers and no other record of the agent names its own.
+	legacyOurs := rec.Finalizer == ""
 	for _, o := range holders {
 		if o.Primary.GroupKind() != gk {
 			return nil
 		}
+		legacyOurs = legacyOurs && o.Finalizer == ""
 	}
 	gvk := schema.FromAPIVersionAndKind(rec.Origin.APIVersion, rec.Origin.Kind)
 	var errs []error
@@ -288,9 +292,7 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
 			continue
 		}
-		// The legacy finalizer is the agent's only if the record predates
-		// per-agent finalizers.
-		_, err = rel.releaseObject(ctx, url, gvr, obj, rec.Finalizer == "")
+		_, err = rel.releaseObject(ctx, url, gvr, obj, legacyOurs)
 		return err
 	}
 	return errors.Join(errs...)

@@ -261,6 +261,39 @@ func (s *Store) PutRelated(ctx context.Context, r Related, desired map[string]an
 	return nil
 }
 
+// NameFinalizer makes each of records name finalizer (see
+// RelatedRecord.Finalizer), leaving the rest of the Secret as it is; a
+// record that is gone is skipped.
+func (s *Store) NameFinalizer(ctx context.Context, records []StoredRelated, finalizer string) error {
+	for _, r := range records {
+		if r.Finalizer == finalizer {
+			continue
+		}
+		secret := &corev1.Secret{}
+		err := s.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: r.SecretName}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("failed to get related state Secret: %w", err)
+		}
+		var rec RelatedRecord
+		if err := json.Unmarshal(secret.Data[relatedRecordKey], &rec); err != nil {
+			continue // unreadable: it goes with its primary
+		}
+		rec.Finalizer = finalizer
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("failed to encode state record: %w", err)
+		}
+		secret.Data[relatedRecordKey] = data
+		if err := s.Client.Update(ctx, secret); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("failed to update related state Secret: %w", err)
+		}
+	}
+	return nil
+}
+
 // StoredRelated is a related state Secret found by ListRelated or
 // RelatedRecordsOf.
 type StoredRelated struct {

@@ -3,6 +3,11 @@ package syncer
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/google/go-cmp/cmp"
 
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,5 +149,129 @@ func TestSyncer_legacySourceOfADeletedPrimaryIsReleased(t *testing.T) {
 	}
 	if names := e.relatedStateNames(t); len(names) != 0 {
 		t.Errorf("related state left: %v", names)
+	}
+}
+
+// asReference rewrites default/foo's related state as the reference keeps
+// it: no related state Secrets, the ConfigMap's last state in the primary's
+// Secret; both objects carry the reference's finalizer.
+func asReference(t *testing.T, e *relatedEnv) {
+	t.Helper()
+	ctx := t.Context()
+	for _, name := range e.relatedStateNames(t) {
+		if err := e.service.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent-ns", Name: name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	primary := &corev1.Secret{}
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: "agent-ns", Name: state.SecretName(fooPrimary())}, primary); err != nil {
+		t.Fatal(err)
+	}
+	primary.Data[state.LegacyKey(cluster, "default", "app-config")] = []byte(
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app-config","namespace":"default"},"data":{"key":"value"}}`)
+	if err := e.service.Update(ctx, primary); err != nil {
+		t.Fatal(err)
+	}
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
+	setFinalizers(t, e.kcp, e.getRemote(t, "default", "foo"), finalizer.Legacy)
+}
+
+// TestSyncer_referenceSourceIsTakenOver: after a switch from the reference
+// (related state in the primary's Secret, its finalizer on the source), the
+// next pass replaces the reference's finalizer on the source by the
+// agent's own, and the source's later deletion leaves none.
+func TestSyncer_referenceSourceIsTakenOver(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	asReference(t, e)
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the source after the takeover (-want +got):\n%s", diff)
+	}
+	if err := e.kcp.Delete(t.Context(), mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if err := e.kcp.Get(t.Context(), types.NamespacedName{Namespace: "default", Name: "app-config"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted source: %v, want it gone", err)
+	}
+}
+
+// TestSyncer_referencePrimaryDeletedAtTheSwitch: a primary the reference
+// synced is deleted before any pass of this agent: its source loses the
+// reference's finalizer and the source's service copy goes, as the
+// reference would have done.
+func TestSyncer_referencePrimaryDeletedAtTheSwitch(t *testing.T) {
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	asReference(t, e)
+	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("finalizers of the source after the primary went: %v", f)
+	}
+	if err := e.service.Get(t.Context(), types.NamespacedName{Namespace: cluster, Name: "app-config"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the source's service copy: %v, want it gone", err)
+	}
+}
+
+// TestSyncer_takenOverSourceKeepsAnotherAgentsLegacyFinalizer: two
+// primaries of the agent held a source before per-agent finalizers (their
+// records name no finalizer); the first takes it over, which marks the
+// second's record too, so when another agent puts the legacy finalizer back
+// and the source is released, the second record does not make the other
+// agent's finalizer the agent's.
+func TestSyncer_takenOverSourceKeepsAnotherAgentsLegacyFinalizer(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	records, err := e.syncer.State.ListRelatedLive(ctx, fooPrimary())
+	if err != nil || len(records) != 1 {
+		t.Fatalf("records of foo: %v, %v", records, err)
+	}
+	// As an earlier version left them: foo's and bar's records of the
+	// source, naming no finalizer; the legacy finalizer on the source.
+	bar := fooPrimary()
+	bar.Name = "bar"
+	old := state.Related{Primary: bar, RelatedRecord: records[0].RelatedRecord}
+	old.Finalizer = ""
+	if err := e.syncer.State.PutRelated(ctx, old, map[string]any{"data": map[string]any{"key": "value"}}); err != nil {
+		t.Fatal(err)
+	}
+	writeLegacyRecords(t, e)
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the taken-over source (-want +got):\n%s", diff)
+	}
+	got, err := e.syncer.State.StoredRecord(ctx, old, true)
+	if err != nil || got == nil || got.Finalizer != ownFinalizer {
+		t.Fatalf("bar's record after the takeover: %+v, %v; want it to name %s", got, err, ownFinalizer)
+	}
+	if ours, err := e.syncer.legacyOurs(ctx, old, got, nil); err != nil || ours {
+		t.Errorf("bar's record makes a legacy finalizer the agent's: %v, %v", ours, err)
+	}
+	// Another agent puts the legacy finalizer back; the source is deleted.
+	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), ownFinalizer, finalizer.Legacy)
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if diff := cmp.Diff([]string{finalizer.Legacy}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
+		t.Errorf("finalizers of the deleted source (-want +got):\n%s", diff)
 	}
 }

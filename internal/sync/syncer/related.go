@@ -285,7 +285,23 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// role); on a source new to the agent it is another agent's and stays.
 	if e.Origin == related.SideKcp && !fin.Owns(origin) {
 		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		fin.Take(origin, legacyRecord(stored))
+		migrate, err := s.legacyOurs(ctx, rec, stored, last)
+		if err != nil {
+			return res, err
+		}
+		if migrate {
+			// Once the agent's own finalizer is on the source, a legacy one
+			// is another agent's: the agent's other records of the source
+			// say so first, or one of them would take it for the agent's.
+			holders, err := s.State.SourceHolders(ctx, rec.Primary, rec.Origin)
+			if err == nil {
+				err = s.State.NameFinalizer(ctx, holders, fin.Own)
+			}
+			if err != nil {
+				return res, err
+			}
+		}
+		fin.Take(origin, migrate)
 		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
 			if objectNotFound(err, origin.GetName()) {
 				// Deleted since it was read: nothing of it to copy.
@@ -470,16 +486,6 @@ func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimecl
 func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	fin := s.finalizers()
-	legacy := !fin.Owns(origin)
-	if legacy {
-		// The legacy finalizer is the agent's only while its record from
-		// before per-agent finalizers exists; the record then goes after
-		// the finalizer.
-		stored, err := s.storedRecord(ctx, rec)
-		if err != nil || !fin.Migrating(origin) || !legacyRecord(stored) {
-			return res, err
-		}
-	}
 	secretName := state.RelatedSecretName(rec)
 	stored, err := s.State.GetRelated(ctx, rec)
 	if err == nil && stored == nil {
@@ -489,6 +495,20 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	}
 	if err != nil {
 		return res, err
+	}
+	legacy := !fin.Owns(origin)
+	if legacy {
+		// The legacy finalizer is the agent's only while its state from
+		// before per-agent finalizers exists; the record then goes after
+		// the finalizer.
+		record, err := s.storedRecord(ctx, rec)
+		if err != nil {
+			return res, err
+		}
+		ours, err := s.legacyOurs(ctx, rec, record, stored)
+		if err != nil || !ours || !fin.Migrating(origin) {
+			return res, err
+		}
 	}
 	var dest *unstructured.Unstructured
 	if stored != nil {
@@ -533,9 +553,28 @@ func (s *Syncer) storedRecord(ctx context.Context, r state.Related) (*state.Rela
 	return rec, err
 }
 
-// legacyRecord reports whether rec was written before the agent had a
-// finalizer of its own: the legacy finalizer on its source is the agent's.
-func legacyRecord(rec *state.RelatedRecord) bool { return rec != nil && rec.Finalizer == "" }
+// legacyOurs reports whether the legacy finalizer on r's kcp-origin source
+// is the agent's: the agent recorded the source before it had a finalizer
+// of its own (a record naming none, or, after a switch from the reference,
+// the reference's state of it in the primary's Secret: no record, but
+// last), and no record of another primary of the agent names the agent's
+// own finalizer for it (then the agent took the source over already, and
+// a legacy finalizer on it is another agent's).
+func (s *Syncer) legacyOurs(ctx context.Context, r state.Related, record *state.RelatedRecord, last map[string]any) (bool, error) {
+	if record != nil && record.Finalizer != "" || record == nil && last == nil {
+		return false, nil
+	}
+	holders, err := s.State.SourceHolders(ctx, r.Primary, r.Origin)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range holders {
+		if h.Finalizer != "" {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // desiredCopy is what the destination of origin should hold; other is
 // the existing destination (or an empty object of its type).
@@ -680,7 +719,8 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 	if err != nil {
 		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
 	}
-	return s.removeFinalizer(ctx, ws, origin, legacyRecord(&rec))
+	// The caller made sure no other primary holds the source.
+	return s.removeFinalizer(ctx, ws, origin, rec.Finalizer == "")
 }
 
 // releaseHolders does, for a primary in deletion that other primaries

@@ -547,24 +547,16 @@ var errObjectGone = errors.New("the kcp object is gone")
 
 // delete runs the deletion flow (contract §6.7): delete the local copy and
 // wait until it is gone, delete the state, release the finalizer. An object
-// that carries the legacy finalizer instead of the agent's own (synced by
-// an earlier version or the reference, deleted before a pass of this one
-// took it over) is the agent's only while its state exists, and so its
-// state goes after the finalizer.
+// that carries the legacy finalizer instead of the agent's own (synced or
+// accepted by an earlier version or by the reference, and deleted before a
+// pass of this one took it over) is released the same way: a primary of
+// the agent's own export carries it for the agent, as it did before.
 func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
 	fin := s.finalizers()
-	legacy := !fin.Owns(obj)
-	if legacy {
-		if !fin.Migrating(obj) {
-			return Result{}, nil
-		}
-		// Another agent's (using this object as its related source, say),
-		// unless this agent holds state of it.
-		if last, err := s.State.Get(ctx, p); err != nil || last == nil {
-			return Result{}, err
-		}
+	if !fin.Owns(obj) && !fin.Migrating(obj) {
+		return Result{}, nil
 	}
-	if res, err := s.cleanup(ctx, ws, obj, p, legacy); err != nil || res.Requeue || res.Waiting != "" {
+	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
 		return res, err
 	}
 	// The object may also be the kcp-origin related object of other
@@ -578,16 +570,9 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 		s.Warned.Forget(obj)
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-	fin.Release(obj, legacy)
+	fin.Release(obj, true)
 	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 		return Result{}, fmt.Errorf("failed to remove the finalizer: %w", err)
-	}
-	if legacy {
-		// Once the finalizer is gone; if this fails, the object vanishes
-		// with its state and Vanished (or the sweep) finishes.
-		if err := s.State.Delete(ctx, p); err != nil {
-			return Result{Writes: 1}, err
-		}
 	}
 	log.FromContext(ctx).V(1).Info("Released the kcp object", "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was cleaned up on the service cluster.")
@@ -595,9 +580,8 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 }
 
 // cleanup removes what obj has on the service cluster: related objects,
-// the local copy (waiting until it is gone) and, unless keepState, the
-// state. It is done when the result asks for neither a requeue nor a wait.
-func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary, keepState bool) (Result, error) {
+// the local copy (waiting until it is gone) and the state. It is done when the result asks for neither a requeue nor a wait.
+func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
 	local, err := s.findLocal(ctx, p.Remote)
 	if err != nil {
 		return Result{}, err
@@ -629,9 +613,6 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 	if res, err := s.forgetUnseenRelated(ctx, ws, p, obj); err != nil || res.Writes > 0 {
 		res.Requeue = true
 		return res, err
-	}
-	if keepState {
-		return Result{}, nil
 	}
 	// The state goes last: while it exists, a vanished object's cleanup
 	// goes on (see Vanished).
@@ -678,7 +659,7 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 		return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
 	}
 	log.FromContext(ctx).Info("A kcp object vanished without its deletion being processed; cleaning up its local copy and state")
-	return s.cleanup(ctx, ws, ref, p, false)
+	return s.cleanup(ctx, ws, ref, p)
 }
 
 // newCopy is the local copy a create writes: desired with the sync
