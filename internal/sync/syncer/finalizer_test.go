@@ -78,12 +78,7 @@ func TestSyncer_anotherAgentsLegacyFinalizerStays(t *testing.T) {
 // legacy finalizer: the next pass replaces it by the agent's own, and the
 // primary's deletion leaves the source without either.
 func TestSyncer_ourLegacyFinalizerOfASourceIsMigrated(t *testing.T) {
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	e.mustConverge(t)
+	e := syncedWithSource(t)
 	// As an earlier version left it: the legacy finalizer on the source, a
 	// record that names none.
 	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
@@ -131,12 +126,7 @@ func writeLegacyRecords(t *testing.T, e *relatedEnv) {
 // record naming no finalizer) is deleted before any pass of this version:
 // the source loses the legacy finalizer all the same.
 func TestSyncer_legacySourceOfADeletedPrimaryIsReleased(t *testing.T) {
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	e.mustConverge(t)
+	e := syncedWithSource(t)
 	setFinalizers(t, e.kcp, mustGet(t, e.kcp, configMapGVK, "default", "app-config"), finalizer.Legacy)
 	setFinalizers(t, e.kcp, e.getRemote(t, "default", "foo"), finalizer.Legacy)
 	writeLegacyRecords(t, e)
@@ -181,12 +171,7 @@ func asReference(t *testing.T, e *relatedEnv) {
 // next pass replaces the reference's finalizer on the source by the
 // agent's own, and the source's later deletion leaves none.
 func TestSyncer_referenceSourceIsTakenOver(t *testing.T) {
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	e.mustConverge(t)
+	e := syncedWithSource(t)
 	asReference(t, e)
 	e.mustConverge(t)
 	if diff := cmp.Diff([]string{ownFinalizer}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
@@ -206,12 +191,7 @@ func TestSyncer_referenceSourceIsTakenOver(t *testing.T) {
 // reference's finalizer and the source's service copy goes, as the
 // reference would have done.
 func TestSyncer_referencePrimaryDeletedAtTheSwitch(t *testing.T) {
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	e.mustConverge(t)
+	e := syncedWithSource(t)
 	asReference(t, e)
 	if err := e.kcp.Delete(t.Context(), e.getRemote(t, "default", "foo")); err != nil {
 		t.Fatal(err)
@@ -233,12 +213,7 @@ func TestSyncer_referencePrimaryDeletedAtTheSwitch(t *testing.T) {
 // agent's finalizer the agent's.
 func TestSyncer_takenOverSourceKeepsAnotherAgentsLegacyFinalizer(t *testing.T) {
 	ctx := t.Context()
-	e := newRelatedEnv(t, relatedEnvOptions{
-		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
-		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
-	})
-	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
-	e.mustConverge(t)
+	e := syncedWithSource(t)
 	records, err := e.syncer.State.ListRelatedLive(ctx, fooPrimary())
 	if err != nil || len(records) != 1 {
 		t.Fatalf("records of foo: %v, %v", records, err)
@@ -274,4 +249,17 @@ func TestSyncer_takenOverSourceKeepsAnotherAgentsLegacyFinalizer(t *testing.T) {
 	if diff := cmp.Diff([]string{finalizer.Legacy}, mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers()); diff != "" {
 		t.Errorf("finalizers of the deleted source (-want +got):\n%s", diff)
 	}
+}
+
+// syncedWithSource is a relatedEnv whose primary default/foo has synced its
+// kcp-origin related ConfigMap default/app-config.
+func syncedWithSource(t *testing.T) *relatedEnv {
+	t.Helper()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	return e
 }
