@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha3"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,7 +87,9 @@ func TestSyncNaming(t *testing.T) {
 // TestSyncCollision: a naming rule that maps two kcp objects onto one local
 // object does not let the second take it over: Warning ObjectConflict in the
 // consumer's workspace, the conflicts metric counts it, the first object's
-// copy is untouched. A deleted local copy is re-created.
+// copy is untouched. A deleted local copy is re-created. Deleting the
+// PublishedResource releases both kcp objects, the one in conflict (never
+// synced, no state) too.
 func TestSyncCollision(t *testing.T) {
 	t.Parallel()
 	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
@@ -126,6 +129,27 @@ func TestSyncCollision(t *testing.T) {
 		}
 		return again.GetUID() != uid, nil
 	})
+
+	// The PublishedResource goes: both objects are released, the one in
+	// ObjectConflict too, which the agent accepted but never synced (no
+	// state): a consumer can then delete it.
+	framework.Must(t, ws[1].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "second"}, second), "get second")
+	if !slices.Contains(second.GetFinalizers(), agentFinalizer(f)) {
+		t.Fatalf("the object in conflict lacks the agent's finalizer: %v", second.GetFinalizers())
+	}
+	pr := &syncagentv1alpha1.PublishedResource{}
+	framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Name: "things"}, pr), "get the PublishedResource")
+	framework.Must(t, f.Service.Client.Delete(ctx, pr), "delete the PublishedResource")
+	waitGone(t, f.Service.Client, pr, "the PublishedResource")
+	for i, name := range []string{"first", "second"} {
+		obj := newObject(kcpThing, "default", name, nil)
+		framework.Must(t, ws[i].Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: name}, obj), "get %s", name)
+		if len(obj.GetFinalizers()) != 0 {
+			t.Errorf("%s kept the finalizers %v after its PublishedResource went", name, obj.GetFinalizers())
+		}
+	}
+	framework.Must(t, ws[1].Client.Delete(ctx, second), "delete second")
+	waitGone(t, ws[1].Client, second, "second")
 }
 
 // TestSyncEventLevelWarning: with --event-level=warning a consumer sees the
