@@ -11,7 +11,6 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +22,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
 
 // sweeper periodically deletes state Secrets whose kcp object is gone
@@ -140,7 +140,10 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		// cache (empty right after a reconnect, when every object would
 		// look gone); its client reads unstructured objects from the
 		// server.
-		if err := cl.GetClient().Get(ctx, key, obj); !apierrors.IsNotFound(err) {
+		// Only the object's own 404 counts: one for the whole resource (a
+		// binding going away, a resource withdrawn from the export) says
+		// nothing about the object.
+		if err := cl.GetClient().Get(ctx, key, obj); !syncer.ObjectNotFound(err, key.Name) {
 			return false
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
@@ -76,6 +77,18 @@ func TestSweepReadsLive(t *testing.T) {
 	}
 	if !s.orphaned(context.Background(), secret) {
 		t.Error("the state of an object the server does not have was kept")
+	}
+
+	// A 404 for the whole resource (the workspace's binding going away,
+	// the resource withdrawn from the export) is not the object's.
+	cl.server = interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		Get: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectKey, ctrlruntimeclient.Object, ...ctrlruntimeclient.GetOption) error {
+			return apierrors.NewGenericServerResponse(404, "GET", schema.GroupResource{Group: gvk.Group, Resource: "things"}, "alive", "", 0, true)
+		},
+	})
+	f.clusters["ws1"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "ws1", Cluster: cl}}
+	if s.orphaned(context.Background(), secret) {
+		t.Error("a 404 of the whole resource was taken for the object's: its state would go")
 	}
 }
 

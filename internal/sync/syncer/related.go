@@ -303,7 +303,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		fin.Take(origin, migrate)
 		if err := ws.Client.Patch(ctx, origin, patch); err != nil {
-			if objectNotFound(err, origin.GetName()) {
+			if ObjectNotFound(err, origin.GetName()) {
 				// Deleted since it was read: nothing of it to copy.
 				res.Requeue = true
 				return res, nil
@@ -384,7 +384,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		if patch != nil {
 			if err := destClient.Patch(ctx, dest, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
-				if objectNotFound(err, destKey.Name) {
+				if ObjectNotFound(err, destKey.Name) {
 					// Deleted since it was read: the next pass creates it again.
 					res.Requeue = true
 					return res, nil
@@ -803,7 +803,7 @@ func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, recor
 		}
 		err := reader.Get(ctx, types.NamespacedName{Namespace: o.Primary.Namespace, Name: o.Primary.Name}, primary)
 		switch {
-		case objectNotFound(err, o.Primary.Name):
+		case ObjectNotFound(err, o.Primary.Name):
 		case err == nil, apimeta.IsNoMatchError(err), apierrors.IsNotFound(err):
 			// A 404 that is not about the object (the type is not served)
 			// cannot tell: the record counts.
@@ -816,12 +816,8 @@ func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, recor
 }
 
 // ObjectNotFound reports whether err says that the object name does not
-// exist (not that its type is not served): see objectNotFound.
-func ObjectNotFound(err error, name string) bool { return objectNotFound(err, name) }
-
-// objectNotFound reports whether err says that the object name does not
 // exist (not that its type is not served).
-func objectNotFound(err error, name string) bool {
+func ObjectNotFound(err error, name string) bool {
 	var status apierrors.APIStatus
 	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
 		return false
@@ -1108,7 +1104,7 @@ func readLive(ctx context.Context, ws Workspace, obj *unstructured.Unstructured)
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	err := ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
 	switch {
-	case objectNotFound(err, obj.GetName()):
+	case ObjectNotFound(err, obj.GetName()):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("failed to read related %s %s: %w", obj.GetKind(), obj.GetName(), err)
@@ -1135,7 +1131,7 @@ func (s *Syncer) earlierCopy(ctx context.Context, ws Workspace, rec state.Relate
 	cur.SetGroupVersionKind(dest.GroupVersionKind())
 	err = ws.Live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(dest), cur)
 	switch {
-	case objectNotFound(err, dest.GetName()):
+	case ObjectNotFound(err, dest.GetName()):
 		return nil, true, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("failed to read related %s %s: %w", dest.GetKind(), dest.GetName(), err)
@@ -1180,7 +1176,7 @@ func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRe
 		switch {
 		case err == nil:
 			return st.DestinationUID == "" || cp.GetUID() == st.DestinationUID
-		case !objectNotFound(err, key.Name):
+		case !ObjectNotFound(err, key.Name):
 			return true // unreadable, or a 404 that says nothing about the object
 		}
 	}

@@ -1643,7 +1643,7 @@ func TestSyncer_related_aliveChecksOnlyItsWorkspace(t *testing.T) {
 		t.Errorf("alive = %v, want %v", names, want)
 	}
 	typeGone := apierrors.NewNotFound(schema.GroupResource{Group: "kcp.example.com", Resource: "things"}, "")
-	if objectNotFound(typeGone, "gone") || !objectNotFound(apierrors.NewNotFound(schema.GroupResource{}, "gone"), "gone") {
+	if ObjectNotFound(typeGone, "gone") || !ObjectNotFound(apierrors.NewNotFound(schema.GroupResource{}, "gone"), "gone") {
 		t.Error("objectNotFound must tell a missing object from a missing type")
 	}
 }

@@ -460,7 +460,7 @@ func (s *Syncer) updateSpec(ctx context.Context, obj, local *unstructured.Unstru
 		}
 		if patch != nil {
 			if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
-				if objectNotFound(err, local.GetName()) {
+				if ObjectNotFound(err, local.GetName()) {
 					// Deleted behind the agent's back since it was read:
 					// the next pass creates it again.
 					return Result{Requeue: true}, nil
@@ -530,7 +530,7 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 		delete(updated.Object, "status")
 	}
 	if err := ws.Client.Status().Update(ctx, updated); err != nil {
-		if objectNotFound(err, obj.GetName()) {
+		if ObjectNotFound(err, obj.GetName()) {
 			return Result{}, errObjectGone
 		}
 		return Result{}, fmt.Errorf("failed to update the status in kcp: %w", err)
@@ -653,7 +653,7 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 		live = ws.Client
 	}
 	err = live.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy())
-	if !objectNotFound(err, ref.GetName()) {
+	if !ObjectNotFound(err, ref.GetName()) {
 		// It exists (the cache lags; its events will come) or the server
 		// cannot tell: nothing is deleted.
 		return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
