@@ -62,8 +62,12 @@ import (
 const ControllerName = "syncagent-syncmanager"
 
 // ReasonObjectReleased is the Event reason on kcp objects whose finalizer is
-// released because their PublishedResource was deleted.
+// released because their PublishedResource was deleted or deselected.
 const ReasonObjectReleased = "ObjectReleased"
+
+// ReasonReleaseFailed is the Warning Event reason on a PublishedResource this
+// agent no longer selects whose objects it could not release yet.
+const ReasonReleaseFailed = "ReleaseFailed"
 
 // Checking again whether the virtual workspace serves a new type (kcp needs
 // a moment after the export changed; nothing sends an event when it is
@@ -502,12 +506,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if !selection.Matches(r.Selector, pr) {
-		// Not ours (any more): another agent may take it over.
-		r.fleet.Stop(pr.Name)
-		return r.setReleaseFinalizer(ctx, pr, false)
-	}
-	if pr.DeletionTimestamp != nil {
+	if !selection.Matches(r.Selector, pr) || pr.DeletionTimestamp != nil {
+		// Deleted, or not ours any more (its label removed, the agent's
+		// selector changed): either way its objects are released before
+		// our finalizer on it goes. Another agent that selects it adds its
+		// own finalizers and removes none of ours.
 		return r.finalize(ctx, pr, urls)
 	}
 	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
@@ -565,6 +568,14 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 	if err := r.releaseAll(ctx, pr, urls); err != nil {
 		if lifecycle.Quiet(ctx, err) {
 			return reconcile.Result{}, err // the agent stops (or may have lost the lead); the next leader releases
+		}
+		if pr.DeletionTimestamp == nil {
+			// Deselected: the conditions are no longer this agent's to
+			// write (another agent may select it); say it on the object.
+			r.log.Error(err, "Failed to release the objects of a PublishedResource this agent no longer selects", "publishedresource", pr.Name)
+			r.prEvents.Eventf(pr, corev1.EventTypeWarning, ReasonReleaseFailed,
+				"This agent (%s) no longer selects the PublishedResource; releasing its objects in kcp failed and is retried: %v", r.AgentName, err)
+			return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
 		}
 		r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name)
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
