@@ -47,7 +47,7 @@ func TestDeselectionReleases(t *testing.T) {
 		if value == "" {
 			delete(got.Labels, "sync")
 		} else {
-			got.Labels["sync"] = value
+			got.Labels = map[string]string{"sync": value}
 		}
 		framework.Must(t, f.Service.Client.Update(ctx, got), "label the PublishedResource")
 	}

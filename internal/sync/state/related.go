@@ -484,6 +484,11 @@ func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref Obj
 		if owner, _ := PrimaryOfRelated(candidate); candidate.Labels[keys.RemoteObjectCluster] == p.Cluster && sameObject(owner, own) {
 			continue
 		}
+		if agent := candidate.Labels[keys.AgentName]; agent != "" && agent != s.AgentName {
+			// Another agent's, in the same namespace: it holds its own
+			// finalizer and copies, none of this agent's.
+			continue
+		}
 		live := &corev1.Secret{}
 		err := s.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: candidate.Name}, live)
 		switch {

@@ -596,9 +596,11 @@ func TestUsedByOthers(t *testing.T) {
 		writer Primary // whose record of relatedCreds is stored
 		// staleCache: the record is in the cache only (deleted live).
 		staleCache bool
-		side       string
-		ref        ObjectRef
-		want       bool
+		// agent writes the record (empty: this agent).
+		agent string
+		side  string
+		ref   ObjectRef
+		want  bool
 	}{
 		{name: "own record", writer: primary, side: "kcp", ref: relatedCreds.Origin},
 		{name: "another primary's record, origin", writer: bar, side: "kcp", ref: relatedCreds.Origin, want: true},
@@ -610,13 +612,18 @@ func TestUsedByOthers(t *testing.T) {
 		{name: "wrong side", writer: bar, side: "service", ref: relatedCreds.Origin},
 		{name: "another object", writer: bar, side: "kcp", ref: ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "default", Name: "other"}},
 		{name: "record deleted, cache stale", writer: bar, staleCache: true, side: "kcp", ref: relatedCreds.Origin},
+		{name: "another agent's record in the same namespace holds nothing of this agent's", writer: bar, agent: "another-agent", side: "kcp", ref: relatedCreds.Origin},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
 			store, c := newStore(t, interceptor.Funcs{})
 			writer := relatedCreds
 			writer.Primary = tc.writer
-			if err := store.PutRelated(ctx, writer, map[string]any{"data": map[string]any{"k": "dg=="}}); err != nil {
+			writerStore := *store
+			if tc.agent != "" {
+				writerStore.AgentName = tc.agent
+			}
+			if err := writerStore.PutRelated(ctx, writer, map[string]any{"data": map[string]any{"k": "dg=="}}); err != nil {
 				t.Fatal(err)
 			}
 			if tc.staleCache {
