@@ -105,7 +105,7 @@ test-e2e: testbed build refschema ## e2e tests against real kcp and kube-apiserv
 # (queues, naming, conditions, restarts, the chart) runs once, on
 # KCP_VERSION. E2E_OTHER_KCP_RUN=. runs the whole suite there.
 E2E_OTHER_KCP ?= $(filter-out $(KCP_VERSION),$(KCP_VERSIONS))
-E2E_OTHER_KCP_RUN ?= ^(TestAgentStartup|TestAgentWaitsForEndpointSlice|TestMultipleShards|TestExport.*|TestSchemaLifecycle|TestSchemaBuiltinType|TestSchemaErrors|TestSyncRoundTrip|TestGettingStarted|TestRelatedResources|TestRelatedReleasedWithPublishedResource|TestRelatedTypes|TestRelatedNamespacesStayInside|TestRelatedSecurity|TestRelatedOutsideTheClaimSelector|TestClaimsMismatchIsShown|TestReleaseWhileAgentStopped|TestCreateThenDeleteLeavesNothing|TestGoneWorkspaceIsSwept|TestSyncWorkspaceUnbind|TestSDKClients|TestKcpKubeconfigReload|TestWatchListStaysOff)$$
+E2E_OTHER_KCP_RUN ?= ^(TestAgentStartup|TestAgentWaitsForEndpointSlice|TestMultipleShards|TestExport.*|TestSchemaLifecycle|TestSchemaBuiltinType|TestSchemaErrors|TestSyncRoundTrip|TestGettingStarted|TestRelatedResources|TestRelatedReleasedWithPublishedResource|TestRelatedTypes|TestRelatedNamespacesStayInside|TestRelatedSecurity|TestRelatedOutsideTheClaimSelector|TestClaimsMismatchIsShown|TestReleaseWhileAgentStopped|TestCreateThenDeleteLeavesNothing|TestGoneWorkspaceIsSwept|TestSyncWorkspaceUnbind|TestSDKClients|TestKcpKubeconfigReload|TestWatchListStaysOff|TestTwoAgentsShareARelatedSecret|TestDeselectionReleases)$$
 .PHONY: test-e2e-other-kcp
 test-e2e-other-kcp: ## The e2e tests of behaviour that differs between kcp versions (E2E_OTHER_KCP_RUN) on each kcp of E2E_OTHER_KCP (every test bed kcp but KCP_VERSION).
 	@set -e; for v in $(E2E_OTHER_KCP); do \
