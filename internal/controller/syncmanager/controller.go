@@ -573,8 +573,10 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 			// Deselected: the conditions are no longer this agent's to
 			// write (another agent may select it); say it on the object.
 			r.log.Error(err, "Failed to release the objects of a PublishedResource this agent no longer selects", "publishedresource", pr.Name)
+			// One message per agent, so that the Events of the retries
+			// aggregate; the log has each error.
 			r.prEvents.Eventf(pr, corev1.EventTypeWarning, ReasonReleaseFailed,
-				"This agent (%s) no longer selects the PublishedResource; releasing its objects in kcp failed and is retried: %v", r.AgentName, err)
+				"This agent (%s) no longer selects the PublishedResource; releasing its objects in kcp failed and is retried (the agent's log says why)", r.AgentName)
 			return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
 		}
 		r.log.Error(err, "Failed to release the objects of a deleted PublishedResource", "publishedresource", pr.Name)

@@ -239,6 +239,12 @@ func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) err
 			errs = append(errs, err)
 			continue
 		}
+		if rec.Agent != "" && rec.Agent != rel.state.AgentName {
+			// Another agent's record now (it took the PublishedResource
+			// over): this agent's finalizer on the source is released, the
+			// record is the other agent's.
+			continue
+		}
 		if err := rel.state.DeleteRelated(ctx, rec.SecretName); err != nil {
 			errs = append(errs, err)
 		}

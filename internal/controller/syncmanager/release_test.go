@@ -356,3 +356,55 @@ func TestReleaseLeavesRecreatedObject(t *testing.T) {
 		t.Errorf("finalizers of the re-created object %v, want ours kept", f)
 	}
 }
+
+// TestReleaseRelatedAfterATakeover: another agent took the PublishedResource
+// over (same namespace) and rewrote this agent's related record as its own.
+// The release still removes this agent's finalizer from the source (and
+// only its own), and leaves the other agent's record alone.
+func TestReleaseRelatedAfterATakeover(t *testing.T) {
+	ctx := context.Background()
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	thingGK := schema.GroupKind{Group: "kcp.example.com", Kind: "Thing"}
+	own, theirs := finalizer.For("agent").Own, finalizer.For("another-agent").Own
+	src := &unstructured.Unstructured{}
+	src.SetGroupVersionKind(cmGVR.GroupVersion().WithKind("ConfigMap"))
+	src.SetNamespace("default")
+	src.SetName("cfg")
+	src.SetResourceVersion("1")
+	src.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
+	src.SetFinalizers([]string{own, theirs})
+	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, src)
+
+	store := newStateStore()
+	rec := state.Related{
+		Primary: state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "a"}, APIVersion: "kcp.example.com/v1", Kind: "Thing"},
+		RelatedRecord: state.RelatedRecord{Identifier: "config", OriginSide: "kcp", Finalizer: theirs,
+			Origin:      state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "cfg"},
+			Destination: state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ws1", Name: "cfg"}},
+	}
+	other := *store
+	other.AgentName = "another-agent"
+	if err := other.PutRelated(ctx, rec, map[string]any{"data": map[string]any{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := &release{
+		urls:       []string{"https://shard"},
+		clients:    func(string, string) (dynamic.Interface, error) { return c, nil },
+		resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) { return cmGVR, true, nil },
+		state:      store,
+		fin:        finalizer.For("agent"),
+	}
+	if err := rel.releaseRelated(ctx, thingGK); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Resource(cmGVR).Namespace("default").Get(ctx, "cfg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.GetFinalizers(), []string{theirs}) {
+		t.Errorf("the source's finalizers %v, want only the other agent's", got.GetFinalizers())
+	}
+	if r, err := store.StoredRecord(ctx, rec, true); err != nil || r == nil {
+		t.Errorf("the other agent's record: %v, %v; want it kept", r, err)
+	}
+}

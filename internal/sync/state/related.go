@@ -300,15 +300,22 @@ type StoredRelated struct {
 	SecretName string
 	// Cluster is the workspace of the primary.
 	Cluster string
+	// Agent is the agent that wrote the record (empty in records of
+	// versions before the agent label).
+	Agent string
 	RelatedRecord
 }
 
 // RelatedRecordsOf returns the readable related records of every primary of
-// group and kind gk, sorted by Secret name.
+// group and kind gk, sorted by Secret name, whichever agent wrote them: the
+// Secret's name does not name the agent, so another agent that took a
+// PublishedResource over (in the same namespace) rewrites this agent's
+// records as its own, and a release must still find the sources this
+// agent's finalizer is on (StoredRelated.Agent says whose each is).
 func (s *Store) RelatedRecordsOf(ctx context.Context, gk schema.GroupKind) ([]StoredRelated, error) {
 	var list corev1.SecretList
 	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
-		ctrlruntimeclient.HasLabels{keys.RelatedIdentifier}, ctrlruntimeclient.MatchingLabels{keys.AgentName: s.AgentName}); err != nil {
+		ctrlruntimeclient.HasLabels{keys.RelatedIdentifier}); err != nil {
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
 	var out []StoredRelated
@@ -324,9 +331,9 @@ func (s *Store) RelatedRecordsOf(ctx context.Context, gk schema.GroupKind) ([]St
 // storedRelated reads a related state Secret; ok is false when its record
 // cannot be read.
 func storedRelated(secret *corev1.Secret) (st StoredRelated, ok bool) {
-	st = StoredRelated{SecretName: secret.Name, Cluster: secret.Labels[keys.RemoteObjectCluster]}
+	st = StoredRelated{SecretName: secret.Name, Cluster: secret.Labels[keys.RemoteObjectCluster], Agent: secret.Labels[keys.AgentName]}
 	if err := json.Unmarshal(secret.Data[relatedRecordKey], &st.RelatedRecord); err != nil {
-		return StoredRelated{SecretName: st.SecretName, Cluster: st.Cluster}, false
+		return StoredRelated{SecretName: st.SecretName, Cluster: st.Cluster, Agent: st.Agent}, false
 	}
 	return st, true
 }
@@ -484,11 +491,6 @@ func (s *Store) OthersUsing(ctx context.Context, p Primary, side string, ref Obj
 		if owner, _ := PrimaryOfRelated(candidate); candidate.Labels[keys.RemoteObjectCluster] == p.Cluster && sameObject(owner, own) {
 			continue
 		}
-		if agent := candidate.Labels[keys.AgentName]; agent != "" && agent != s.AgentName {
-			// Another agent's, in the same namespace: it holds its own
-			// finalizer and copies, none of this agent's.
-			continue
-		}
 		live := &corev1.Secret{}
 		err := s.live().Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: candidate.Name}, live)
 		switch {
@@ -517,7 +519,11 @@ func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]
 		return nil, err
 	}
 	key := RelatedObjectKey(p.Cluster, sideKcp, ref)
-	return slices.DeleteFunc(others, func(o StoredRelated) bool { return o.OriginSide != sideKcp || o.OriginKey() != key }), nil
+	return slices.DeleteFunc(others, func(o StoredRelated) bool {
+		// Another agent's record (in the same namespace) holds its own
+		// finalizer, none of this agent's.
+		return o.OriginSide != sideKcp || o.OriginKey() != key || o.Agent != "" && o.Agent != s.AgentName
+	}), nil
 }
 
 // sameObject compares two references by group, kind, namespace and name.

@@ -354,9 +354,9 @@ func TestStore_ListRelated(t *testing.T) {
 	stored := func(r Related) StoredRelated {
 		rec := r.RelatedRecord
 		rec.Primary = ObjectRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-		return StoredRelated{SecretName: RelatedSecretName(r), Cluster: r.Cluster, RelatedRecord: rec}
+		return StoredRelated{SecretName: RelatedSecretName(r), Cluster: r.Cluster, Agent: store.AgentName, RelatedRecord: rec}
 	}
-	brokenEntry := StoredRelated{SecretName: "obj-state-abc-broken", Cluster: "abc", RelatedRecord: RelatedRecord{Identifier: "config"}}
+	brokenEntry := StoredRelated{SecretName: "obj-state-abc-broken", Cluster: "abc", Agent: store.AgentName, RelatedRecord: RelatedRecord{Identifier: "config"}}
 	testcases := []struct {
 		identifier string
 		want       []StoredRelated
@@ -612,7 +612,7 @@ func TestUsedByOthers(t *testing.T) {
 		{name: "wrong side", writer: bar, side: "service", ref: relatedCreds.Origin},
 		{name: "another object", writer: bar, side: "kcp", ref: ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "default", Name: "other"}},
 		{name: "record deleted, cache stale", writer: bar, staleCache: true, side: "kcp", ref: relatedCreds.Origin},
-		{name: "another agent's record in the same namespace holds nothing of this agent's", writer: bar, agent: "another-agent", side: "kcp", ref: relatedCreds.Origin},
+		{name: "another agent's record in the same namespace names a shared object too", writer: bar, agent: "another-agent", side: "kcp", ref: relatedCreds.Origin, want: true},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -633,6 +633,16 @@ func TestUsedByOthers(t *testing.T) {
 			got, err := store.UsedByOthers(ctx, primary, tc.side, tc.ref)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Only this agent's records hold this agent's finalizer.
+			if tc.side == "kcp" {
+				holders, err := store.SourceHolders(ctx, primary, tc.ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := tc.want && tc.agent == ""; (len(holders) > 0) != want {
+					t.Errorf("SourceHolders = %v, want holders: %v", holders, want)
+				}
 			}
 			if got != tc.want {
 				var list corev1.SecretList
@@ -657,13 +667,26 @@ func TestRelatedRecordsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []StoredRelated{{SecretName: RelatedSecretName(relatedCreds), Cluster: "abc", RelatedRecord: relatedCreds.RelatedRecord}}
+	want := []StoredRelated{{SecretName: RelatedSecretName(relatedCreds), Cluster: "abc", Agent: store.AgentName, RelatedRecord: relatedCreds.RelatedRecord}}
 	want[0].Primary = ObjectRef{APIVersion: "kcp.example.com/v1", Kind: "Thing", Namespace: "default", Name: "foo"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RelatedRecordsOf (-want +got):\n%s", diff)
 	}
 	if p := got[0].PrimaryOf(); p != primary {
 		t.Errorf("PrimaryOf = %+v, want %+v", p, primary)
+	}
+
+	// Another agent that took the PublishedResource over rewrote the
+	// record: it is still found (this agent's finalizer may be on its
+	// source), and says whose it is.
+	theirs := *store
+	theirs.AgentName = "another-agent"
+	if err := theirs.PutRelated(ctx, relatedCreds, map[string]any{"data": map[string]any{"k": "dg=="}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = store.RelatedRecordsOf(ctx, schema.GroupKind{Group: "kcp.example.com", Kind: "Thing"})
+	if err != nil || len(got) != 1 || got[0].Agent != "another-agent" {
+		t.Errorf("RelatedRecordsOf after another agent's rewrite = %+v, %v; want the record, of another-agent", got, err)
 	}
 }
 
