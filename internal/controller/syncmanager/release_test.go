@@ -388,11 +388,13 @@ func TestReleaseRelatedAfterATakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	rel := &release{
-		urls:       []string{"https://shard"},
-		clients:    func(string, string) (dynamic.Interface, error) { return c, nil },
-		resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) { return cmGVR, true, nil },
-		state:      store,
-		fin:        finalizer.For("agent"),
+		urls:    []string{"https://shard"},
+		clients: func(string, string) (dynamic.Interface, error) { return c, nil },
+		resourceOf: func(string, schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
+			return cmGVR, true, nil
+		},
+		state: store,
+		fin:   finalizer.For("agent"),
 	}
 	if err := rel.releaseRelated(ctx, thingGK); err != nil {
 		t.Fatal(err)
