@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/claims"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -102,8 +103,8 @@ func (c *claimsReport) Start(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 		if err := c.check(ctx); err != nil {
+			wait = backoff.Exponential(claimsCheckRetry, claimsCheckInterval, failures)
 			failures++
-			wait = min(claimsCheckRetry<<min(failures-1, 8), claimsCheckInterval)
 			c.log.Info("Could not read the claims of every binding; trying again", "error", err.Error(), "in", wait.String())
 			continue
 		}
@@ -138,8 +139,8 @@ func (c *claimsReport) check(ctx context.Context) error {
 		}
 	}
 	counts := map[claims.State]int{}
-	var prs []*syncagentv1alpha1.PublishedResource
-	pending := map[string][]string{} // PublishedResource -> messages
+	var prs []needing
+	pending := map[string][]string{} // PublishedResource -> keys of the bindings to tell it of
 	next := make(map[string]reported, len(findings))
 	for _, key := range slices.Sorted(maps.Keys(findings)) {
 		f := findings[key]
@@ -164,14 +165,14 @@ func (c *claimsReport) check(ctx context.Context) error {
 			prs = c.publishedResources(ctx)
 		}
 		for _, pr := range prs {
-			if !last.told.Has(pr.Name) && needsAny(pr, f.Claims) {
+			if !last.told.Has(pr.Name) && pr.needsAny(f.Claims) {
 				last.told.Insert(pr.Name)
 				pending[pr.Name] = append(pending[pr.Name], key)
 			}
 		}
 	}
 	for _, pr := range prs {
-		c.tell(pr, pending[pr.Name], findings)
+		c.tell(pr.PublishedResource, pending[pr.Name], findings)
 	}
 	c.reported = next
 	for _, s := range claims.States {
@@ -197,27 +198,38 @@ func (c *claimsReport) tell(pr *syncagentv1alpha1.PublishedResource, keys []stri
 	}
 }
 
-// publishedResources are those whose sync controller runs.
-func (c *claimsReport) publishedResources(ctx context.Context) []*syncagentv1alpha1.PublishedResource {
+// needing is a PublishedResource with the claims its sync needs (the
+// agent's own claims, and those of its related types).
+type needing struct {
+	*syncagentv1alpha1.PublishedResource
+	needs []export.Claim
+}
+
+// publishedResources are those whose sync controller runs (never nil).
+func (c *claimsReport) publishedResources(ctx context.Context) []needing {
 	c.fleet.mu.Lock()
 	names := slices.Sorted(maps.Keys(c.fleet.controllers))
 	c.fleet.mu.Unlock()
-	prs := []*syncagentv1alpha1.PublishedResource{}
+	prs := []needing{}
 	for _, name := range names {
 		pr := &syncagentv1alpha1.PublishedResource{}
 		if err := c.client.Get(ctx, ctrlruntimeclient.ObjectKey{Name: name}, pr); err != nil {
 			c.log.V(2).Info("Could not read a PublishedResource for the claims report", "publishedResource", name, "error", err.Error())
 			continue
 		}
-		prs = append(prs, pr)
+		prs = append(prs, newNeeding(pr))
 	}
 	return prs
 }
 
+func newNeeding(pr *syncagentv1alpha1.PublishedResource) needing {
+	return needing{PublishedResource: pr, needs: export.RequiredClaims([]syncagentv1alpha1.PublishedResource{*pr}, nil)}
+}
+
 // needsAny reports whether the PublishedResource's sync needs one of the
-// claims (the agent's own claims, and those of its related types).
-func needsAny(pr *syncagentv1alpha1.PublishedResource, affected []claims.Claim) bool {
-	for _, need := range export.RequiredClaims([]syncagentv1alpha1.PublishedResource{*pr}, nil) {
+// claims.
+func (n needing) needsAny(affected []claims.Claim) bool {
+	for _, need := range n.needs {
 		if slices.Contains(affected, claims.Claim(need)) {
 			return true
 		}

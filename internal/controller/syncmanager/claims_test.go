@@ -161,11 +161,11 @@ func TestNeedsAny(t *testing.T) {
 		{affected: []claims.Claim{{Resource: "configmaps", IdentityHash: "another-export"}}, want: false},
 		{affected: nil, want: false},
 	} {
-		if got := needsAny(pr, tc.affected); got != tc.want {
+		if got := newNeeding(pr).needsAny(tc.affected); got != tc.want {
 			t.Errorf("needsAny(%v) = %v, want %v", tc.affected, got, tc.want)
 		}
 	}
-	if needsAny(&syncagentv1alpha1.PublishedResource{}, []claims.Claim{{Resource: "secrets"}, {Resource: "namespaces"}}) {
+	if newNeeding(&syncagentv1alpha1.PublishedResource{}).needsAny([]claims.Claim{{Resource: "secrets"}, {Resource: "namespaces"}}) {
 		t.Error("a PublishedResource without related objects needs the secrets or namespaces claim")
 	}
 }
