@@ -36,6 +36,12 @@ type Of struct {
 // For returns the finalizers of agentName.
 func For(agentName string) Of { return Of{Own: keys.CleanupFinalizerOf(agentName)} }
 
+// Holds reports whether obj carries the agent's own finalizer or the legacy
+// one (which callers then decide about).
+func (f Of) Holds(obj ctrlruntimeclient.Object) bool {
+	return f.Owns(obj) || slices.Contains(obj.GetFinalizers(), Legacy)
+}
+
 // Migrating reports whether obj carries the legacy finalizer but not the
 // agent's own: Take would replace it.
 func (f Of) Migrating(obj ctrlruntimeclient.Object) bool {

@@ -75,6 +75,9 @@ func TestOf(t *testing.T) {
 			if got := me.Owns(o); got != tc.owns {
 				t.Errorf("Owns = %v, want %v", got, tc.owns)
 			}
+			if got := me.Holds(o); got != (tc.owns || tc.migrated) {
+				t.Errorf("Holds = %v, want %v", got, tc.owns || tc.migrated)
+			}
 			if got := me.Migrating(o); got != tc.migrated {
 				t.Errorf("Migrating = %v, want %v", got, tc.migrated)
 			}

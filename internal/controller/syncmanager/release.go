@@ -125,10 +125,10 @@ func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupV
 		}
 		for i := range list.Items {
 			obj := &list.Items[i]
-			legacy := !rel.fin.Owns(obj)
-			if legacy && !rel.fin.Migrating(obj) {
+			if !rel.fin.Holds(obj) {
 				continue
 			}
+			legacy := !rel.fin.Owns(obj)
 			if ours, err := rel.ours(ctx, obj, legacy); err != nil || !ours {
 				if err != nil {
 					errs = append(errs, err)
@@ -264,15 +264,12 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 	if err != nil {
 		return err
 	}
-	// The legacy finalizer is the agent's only if the record predates
-	// per-agent finalizers and no other record of the agent names its own.
-	legacyOurs := rec.Finalizer == ""
 	for _, o := range holders {
 		if o.Primary.GroupKind() != gk {
 			return nil
 		}
-		legacyOurs = legacyOurs && o.Finalizer == ""
 	}
+	legacyOurs := state.LegacyFinalizerOurs(&rec.RelatedRecord, false, holders)
 	gvk := schema.FromAPIVersionAndKind(rec.Origin.APIVersion, rec.Origin.Kind)
 	var errs []error
 	for _, url := range rel.urls {

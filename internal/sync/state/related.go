@@ -294,6 +294,21 @@ func (s *Store) NameFinalizer(ctx context.Context, records []StoredRelated, fina
 	return nil
 }
 
+// LegacyFinalizerOurs reports whether the legacy finalizer on a kcp-origin
+// source is this agent's, given the agent's record of it (nil: none), whether
+// the reference's state of it exists in the primary's Secret (after a switch
+// from the reference), and the agent's other records of it (holders, see
+// SourceHolders): the source was recorded before the agent had a finalizer
+// of its own (a record naming none, or only the reference's state), and no
+// other record names the agent's own (then the agent took the source over
+// already, and a legacy finalizer on it is another agent's).
+func LegacyFinalizerOurs(record *RelatedRecord, referenceState bool, holders []StoredRelated) bool {
+	if record != nil && record.Finalizer != "" || record == nil && !referenceState {
+		return false
+	}
+	return !slices.ContainsFunc(holders, func(h StoredRelated) bool { return h.Finalizer != "" })
+}
+
 // StoredRelated is a related state Secret found by ListRelated or
 // RelatedRecordsOf.
 type StoredRelated struct {

@@ -724,3 +724,25 @@ func TestStore_clusterScopedSameName(t *testing.T) {
 		t.Errorf("Known(widget) after its deletion = %v, %v; want false (the Thing's state is not the Widget's)", known, err)
 	}
 }
+
+func TestLegacyFinalizerOurs(t *testing.T) {
+	old, taken := &RelatedRecord{}, &RelatedRecord{Finalizer: "syncagent.kcp.io/cleanup-me"}
+	for _, tc := range []struct {
+		name           string
+		record         *RelatedRecord
+		referenceState bool
+		holders        []StoredRelated
+		want           bool
+	}{
+		{name: "a record from before per-agent finalizers", record: old, want: true},
+		{name: "a record naming the agent's own", record: taken},
+		{name: "only the reference's state", referenceState: true, want: true},
+		{name: "nothing recorded", want: false},
+		{name: "another record of the agent took the source over", record: old, holders: []StoredRelated{{RelatedRecord: *taken}}},
+		{name: "other records from before too", record: old, holders: []StoredRelated{{RelatedRecord: *old}}, want: true},
+	} {
+		if got := LegacyFinalizerOurs(tc.record, tc.referenceState, tc.holders); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -237,7 +237,7 @@ func TestSyncer_takenOverSourceKeepsAnotherAgentsLegacyFinalizer(t *testing.T) {
 	if err != nil || got == nil || got.Finalizer != ownFinalizer {
 		t.Fatalf("bar's record after the takeover: %+v, %v; want it to name %s", got, err, ownFinalizer)
 	}
-	if ours, err := e.syncer.legacyOurs(ctx, old, got, nil); err != nil || ours {
+	if ours, _, err := e.syncer.legacyOurs(ctx, old, got, nil); err != nil || ours {
 		t.Errorf("bar's record makes a legacy finalizer the agent's: %v, %v", ours, err)
 	}
 	// Another agent puts the legacy finalizer back; the source is deleted.

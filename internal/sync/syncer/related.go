@@ -285,7 +285,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// role); on a source new to the agent it is another agent's and stays.
 	if e.Origin == related.SideKcp && !fin.Owns(origin) {
 		patch := ctrlruntimeclient.MergeFromWithOptions(origin.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		migrate, err := s.legacyOurs(ctx, rec, stored, last)
+		migrate, holders, err := s.legacyOurs(ctx, rec, stored, last)
 		if err != nil {
 			return res, err
 		}
@@ -293,11 +293,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			// Once the agent's own finalizer is on the source, a legacy one
 			// is another agent's: the agent's other records of the source
 			// say so first, or one of them would take it for the agent's.
-			holders, err := s.State.SourceHolders(ctx, rec.Primary, rec.Origin)
-			if err == nil {
-				err = s.State.NameFinalizer(ctx, holders, fin.Own)
-			}
-			if err != nil {
+			if err := s.State.NameFinalizer(ctx, holders, fin.Own); err != nil {
 				return res, err
 			}
 		}
@@ -486,6 +482,9 @@ func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimecl
 func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	fin := s.finalizers()
+	if !fin.Holds(origin) {
+		return res, nil
+	}
 	secretName := state.RelatedSecretName(rec)
 	stored, err := s.State.GetRelated(ctx, rec)
 	if err == nil && stored == nil {
@@ -505,8 +504,8 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 		if err != nil {
 			return res, err
 		}
-		ours, err := s.legacyOurs(ctx, rec, record, stored)
-		if err != nil || !ours || !fin.Migrating(origin) {
+		ours, _, err := s.legacyOurs(ctx, rec, record, stored)
+		if err != nil || !ours {
 			return res, err
 		}
 	}
@@ -554,26 +553,18 @@ func (s *Syncer) storedRecord(ctx context.Context, r state.Related) (*state.Rela
 }
 
 // legacyOurs reports whether the legacy finalizer on r's kcp-origin source
-// is the agent's: the agent recorded the source before it had a finalizer
-// of its own (a record naming none, or, after a switch from the reference,
-// the reference's state of it in the primary's Secret: no record, but
-// last), and no record of another primary of the agent names the agent's
-// own finalizer for it (then the agent took the source over already, and
-// a legacy finalizer on it is another agent's).
-func (s *Syncer) legacyOurs(ctx context.Context, r state.Related, record *state.RelatedRecord, last map[string]any) (bool, error) {
-	if record != nil && record.Finalizer != "" || record == nil && last == nil {
-		return false, nil
+// is the agent's (state.LegacyFinalizerOurs; last is r's state, which
+// without a record is the reference's), with the agent's other records of
+// the source it read to tell (none when the record alone tells).
+func (s *Syncer) legacyOurs(ctx context.Context, r state.Related, record *state.RelatedRecord, last map[string]any) (bool, []state.StoredRelated, error) {
+	if !state.LegacyFinalizerOurs(record, last != nil, nil) {
+		return false, nil, nil
 	}
 	holders, err := s.State.SourceHolders(ctx, r.Primary, r.Origin)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
-	for _, h := range holders {
-		if h.Finalizer != "" {
-			return false, nil
-		}
-	}
-	return true, nil
+	return state.LegacyFinalizerOurs(record, last != nil, holders), holders, nil
 }
 
 // desiredCopy is what the destination of origin should hold; other is
@@ -720,7 +711,7 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 		return Result{}, fmt.Errorf("failed to get related source %s: %w", rec.Origin.Name, err)
 	}
 	// The caller made sure no other primary holds the source.
-	return s.removeFinalizer(ctx, ws, origin, rec.Finalizer == "")
+	return s.removeFinalizer(ctx, ws, origin, state.LegacyFinalizerOurs(&rec, false, nil))
 }
 
 // releaseHolders does, for a primary in deletion that other primaries

@@ -553,7 +553,7 @@ var errObjectGone = errors.New("the kcp object is gone")
 // the agent's own export carries it for the agent, as it did before.
 func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
 	fin := s.finalizers()
-	if !fin.Owns(obj) && !fin.Migrating(obj) {
+	if !fin.Holds(obj) {
 		return Result{}, nil
 	}
 	if res, err := s.cleanup(ctx, ws, obj, p); err != nil || res.Requeue || res.Waiting != "" {
