@@ -154,6 +154,16 @@ func relatedSecret(identifier string, origin syncagentv1alpha1.RelatedResourceOr
 	}
 }
 
+// referencedSecret is a related Secret entry "credentials" whose name the
+// primary's spec.secretName holds, without watch.
+func referencedSecret(origin syncagentv1alpha1.RelatedResourceOrigin) syncagentv1alpha1.RelatedResourceSpec {
+	return syncagentv1alpha1.RelatedResourceSpec{
+		Identifier: "credentials", Origin: origin, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
+		Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
+			Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
+	}
+}
+
 // syncGadget creates a Gadget and its kcp-origin token Secret in kcp and
 // the service-origin credentials Secret next to its local copy, and waits
 // until each Secret has its copy on the other side (names are templated

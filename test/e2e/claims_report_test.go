@@ -53,11 +53,7 @@ func prEventMessages(ctx context.Context, f *framework.Fixture, name, reason str
 func TestClaimsMismatchIsShown(t *testing.T) {
 	t.Parallel()
 	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
-			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
-		}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{referencedSecret(syncagentv1alpha1.RelatedResourceOriginService)}
 	})
 	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()

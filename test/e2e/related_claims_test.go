@@ -70,12 +70,9 @@ func TestRelatedOutsideTheClaimSelector(t *testing.T) {
 	t.Parallel()
 	framework.RequireKcpMinor(t, 32, "the virtual workspace's check of writes against a claim's label selector")
 	pr := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
-			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginService, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
-			Watch: &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}},
-		}}
+		entry := referencedSecret(syncagentv1alpha1.RelatedResourceOriginService)
+		entry.Watch = &syncagentv1alpha1.RelatedResourceWatch{ByOwner: &syncagentv1alpha1.RelatedResourceWatchByOwner{}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{entry}
 	})
 	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()

@@ -36,11 +36,7 @@ func secretFinalizers(ctx context.Context, ws *framework.Workspace, name string)
 func TestTwoAgentsShareARelatedSecret(t *testing.T) {
 	t.Parallel()
 	secretEntry := func(s *syncagentv1alpha1.PublishedResourceSpec) {
-		s.Related = []syncagentv1alpha1.RelatedResourceSpec{{
-			Identifier: "credentials", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Kind: syncagentv1alpha1.RelatedResourceKindSecret,
-			Object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: syncagentv1alpha1.RelatedResourceObjectSpec{
-				Reference: &syncagentv1alpha1.RelatedResourceObjectReference{Path: "spec.secretName"}}},
-		}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{referencedSecret(syncagentv1alpha1.RelatedResourceOriginKcp)}
 	}
 	things := thingsPR(secretEntry)
 	things.Labels = map[string]string{"agent": "first"}
