@@ -75,6 +75,9 @@ type Deps struct {
 type Controller struct {
 	Name  string
 	Setup func(mgr manager.Manager, deps *Deps) error
+	// Disabled, if set, is set up instead of Setup when the controller is
+	// disabled.
+	Disabled func(mgr manager.Manager, deps *Deps) error
 }
 
 // controllers lists the controllers in start order. The names are the
@@ -82,11 +85,24 @@ type Controller struct {
 var controllers = []Controller{
 	{Name: options.ControllerAPIResourceSchema, Setup: setupAPIResourceSchema},
 	{Name: options.ControllerAPIExport, Setup: setupAPIExport},
-	{Name: options.ControllerSync, Setup: setupSync},
+	{Name: options.ControllerSync, Setup: setupSync, Disabled: setupRelease},
 }
 
 func setupSync(mgr manager.Manager, deps *Deps) error {
-	return syncmanager.Add(mgr, syncmanager.Options{
+	return syncmanager.Add(mgr, syncOptions(deps))
+}
+
+// setupRelease runs the syncmanager without sync: what an agent of this
+// name synced before is released, so that no finalizer of it is left
+// without a controller to remove it.
+func setupRelease(mgr manager.Manager, deps *Deps) error {
+	opts := syncOptions(deps)
+	opts.ReleaseOnly = true
+	return syncmanager.Add(mgr, opts)
+}
+
+func syncOptions(deps *Deps) syncmanager.Options {
+	return syncmanager.Options{
 		AgentName: deps.Options.AgentName,
 		Namespace: deps.Options.Namespace,
 		Selector:  deps.Options.PublishedResourceSelector,
@@ -101,7 +117,7 @@ func setupSync(mgr manager.Manager, deps *Deps) error {
 		UnusedKcpInformerTimeout: deps.Options.UnusedKcpInformerTimeout,
 		SyncWorkers:              deps.Options.SyncWorkers,
 		KcpWarningEventsOnly:     deps.Options.EventLevel == options.EventLevelWarning,
-	})
+	}
 }
 
 func setupAPIExport(mgr manager.Manager, deps *Deps) error {
@@ -278,7 +294,14 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient, Resolver: resolver}
 	for _, c := range controllers {
 		if !o.IsControllerEnabled(c.Name) {
-			log.Info("Controller disabled", "controller", c.Name)
+			if c.Disabled == nil {
+				log.Info("Controller disabled", "controller", c.Name)
+				continue
+			}
+			if err := c.Disabled(mgr, deps); err != nil {
+				return fmt.Errorf("failed to set up the release of disabled controller %q: %w", c.Name, err)
+			}
+			log.Info("Controller disabled; what it synced before is released", "controller", c.Name)
 			continue
 		}
 		if err := c.Setup(mgr, deps); err != nil {

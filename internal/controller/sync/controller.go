@@ -322,6 +322,7 @@ func New(opts Options) (*Controller, error) {
 		pr:              pr,
 		remoteGVK:       opts.RemoteGVK,
 		deletionOnly:    opts.DeletionOnly,
+		holdsSources:    slices.ContainsFunc(entries, func(e *related.Entry) bool { return e.Origin == related.SideKcp }),
 		resourceFilter:  rules.ResourceFilter,
 		namespaceFilter: rules.NamespaceFilter,
 		log:             log,
@@ -416,10 +417,13 @@ func localToRemote(_ context.Context, obj *unstructured.Unstructured) []mcreconc
 }
 
 type reconciler struct {
-	workspaces      *hub
-	pr              *syncagentv1alpha1.PublishedResource
-	remoteGVK       schema.GroupVersionKind
-	deletionOnly    bool
+	workspaces   *hub
+	pr           *syncagentv1alpha1.PublishedResource
+	remoteGVK    schema.GroupVersionKind
+	deletionOnly bool
+	// holdsSources: an entry of spec.related has its origin in kcp, so
+	// the primaries' passes put the agent's finalizer on kcp sources.
+	holdsSources    bool
 	resourceFilter  labels.Selector
 	namespaceFilter labels.Selector
 	syncer          *syncer.Syncer
@@ -664,17 +668,18 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	}
 
 	// Objects that do not match the filters are not synced, but the
-	// deletion of an object we synced earlier is always processed.
+	// deletion of an object we synced earlier is always processed, and so
+	// is that of the related sources it holds.
+	synced := true
 	if obj.GetDeletionTimestamp() == nil {
-		if r.deletionOnly {
-			r.waited(req, false)
-			return reconcile.Result{}, nil
+		if !r.deletionOnly {
+			matches, err := r.matches(ctx, kcpClient, obj)
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			synced = matches
 		}
-		matches, err := r.matches(ctx, kcpClient, obj)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !matches {
+		if !synced && !r.holdsSources {
 			r.waited(req, false)
 			return reconcile.Result{}, nil
 		}
@@ -700,7 +705,11 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		recorder.Event(o, eventType, reason, message)
 	}
 	r.count(&s, &ws, req, p)
-	res, err := s.Process(ctx, ws, obj)
+	process := s.Process
+	if !synced {
+		process = s.ReleaseDeletedSources
+	}
+	res, err := process(ctx, ws, obj)
 	r.record(p)
 	r.wroteOver(req, p.ops.overwritten(), time.Now())
 	if lifecycle.Quiet(run, err) {

@@ -13,15 +13,18 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
 // kcpWatches are the kcp-side watches: the primaries, and the kcp-origin
-// related objects of entries with spec.related[].watch (byOwner follows an
-// ownerReference to a primary in the same namespace; bySelector enqueues
-// the workspace's primaries whose labels match). Entries of one type share
-// a watch.
+// related objects: their deletion enqueues the primaries that hold them
+// (releaseKeys), and with spec.related[].watch their changes do too
+// (byOwner follows an ownerReference to a primary in the same namespace;
+// bySelector enqueues the workspace's primaries whose labels match).
+// Entries of one type share a watch.
 func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 	primary := kcpWatch{obj: typed(opts.RemoteGVK), gvr: opts.RemoteGVK.GroupVersion().WithResource(opts.RemoteResource), keys: func(_ Workspace, _, obj *unstructured.Unstructured) []types.NamespacedName {
 		return []types.NamespacedName{{Namespace: obj.GetNamespace(), Name: obj.GetName()}}
@@ -30,9 +33,15 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 	byType := map[schema.GroupVersionKind][]func(Workspace, *unstructured.Unstructured) []types.NamespacedName{}
 	gvrs := map[schema.GroupVersionKind]schema.GroupVersionResource{}
 	var order []schema.GroupVersionKind
+	release := releaseKeys(opts)
 	for _, e := range entries {
 		if e.Origin != related.SideKcp {
 			continue
+		}
+		if _, seen := byType[e.Kcp.GVK]; !seen {
+			order = append(order, e.Kcp.GVK)
+			gvrs[e.Kcp.GVK] = e.Kcp.GVR
+			byType[e.Kcp.GVK] = append(byType[e.Kcp.GVK], release)
 		}
 		byOwner, selector, err := watchMode(e)
 		if err != nil || (!byOwner && selector == nil) {
@@ -54,10 +63,6 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 				return out
 			}
 		}
-		if _, seen := byType[e.Kcp.GVK]; !seen {
-			order = append(order, e.Kcp.GVK)
-			gvrs[e.Kcp.GVK] = e.Kcp.GVR
-		}
 		byType[e.Kcp.GVK] = append(byType[e.Kcp.GVK], keys)
 	}
 	for _, gvk := range order {
@@ -65,6 +70,34 @@ func kcpWatches(opts Options, entries []*related.Entry) ([]kcpWatch, error) {
 		out = append(out, kcpWatch{obj: typed(gvk), gvr: gvrs[gvk], keys: fanOut(fns)})
 	}
 	return out, nil
+}
+
+// releaseKeys maps a kcp-origin related source that is being deleted and
+// carries the agent's finalizer to the primaries whose records name it, so
+// that it is released at once, whatever the entry's watch and whether the
+// primary is synced (Syncer.ReleaseDeletedSources). The records come from
+// the cache: an event handler does not wait on the API server.
+func releaseKeys(opts Options) func(Workspace, *unstructured.Unstructured) []types.NamespacedName {
+	fin := finalizer.For(opts.AgentName)
+	store := &state.Store{Client: opts.Service, Namespace: opts.Namespace, AgentName: opts.AgentName}
+	primary := opts.RemoteGVK.GroupKind()
+	return func(ws Workspace, obj *unstructured.Unstructured) []types.NamespacedName {
+		if obj.GetDeletionTimestamp() == nil || !fin.Holds(obj) {
+			return nil
+		}
+		ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		records, err := store.RecordsOfSource(context.Background(), ws.Name, ref)
+		if err != nil {
+			return nil // the primaries' own passes release it later
+		}
+		var out []types.NamespacedName
+		for _, rec := range records {
+			if rec.Primary.GroupKind() == primary {
+				out = append(out, types.NamespacedName{Namespace: rec.Primary.Namespace, Name: rec.Primary.Name})
+			}
+		}
+		return out
+	}
 }
 
 // localSources are the service-side watches: the local copies of this

@@ -123,6 +123,12 @@ type Options struct {
 	SyncWorkers int
 	// KcpWarningEventsOnly records only Warning Events on kcp objects.
 	KcpWarningEventsOnly bool
+	// ReleaseOnly: the sync controller is disabled (--disabled-controllers
+	// sync). No PublishedResource is synced; each that carries the agent's
+	// release finalizer (it synced it before) is released as when
+	// deselected, once per agent process; the state sweep and the claims
+	// report do not run.
+	ReleaseOnly bool
 }
 
 // controllerKey holds everything whose change restarts a sync controller.
@@ -157,7 +163,7 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, warned and failed.
+	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, released, warned and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
@@ -173,6 +179,9 @@ type reconciler struct {
 	// conflictReleased remembers the PublishedResources in SourceConflict
 	// whose objects were released (once per agent process).
 	conflictReleased map[types.UID]bool
+	// released remembers the PublishedResources released in release-only
+	// mode (Options.ReleaseOnly).
+	released map[types.UID]bool
 	// endpointClients reaches the workspaces of an endpoint.
 	endpointClients endpointClients
 	// informers counts the sync controllers' uses of the service-side
@@ -242,16 +251,18 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err := mcMgr.Add(f); err != nil {
 		return err
 	}
-	if opts.StateSweepInterval > 0 {
+	if opts.StateSweepInterval > 0 && !opts.ReleaseOnly {
 		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clients: endpointClientsFor(opts.Target.Config),
 			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, unbound: opts.SweepUnbound, log: log}); err != nil {
 			return err
 		}
 	}
 
-	if err := mgr.Add(&claimsReport{fleet: f, clients: endpointClientsFor(opts.Target.Config), client: mgr.GetClient(),
-		events: mgr.GetEventRecorderFor(ControllerName), log: log.WithName("claims")}); err != nil {
-		return err
+	if !opts.ReleaseOnly {
+		if err := mgr.Add(&claimsReport{fleet: f, clients: endpointClientsFor(opts.Target.Config), client: mgr.GetClient(),
+			events: mgr.GetEventRecorderFor(ControllerName), log: log.WithName("claims")}); err != nil {
+			return err
+		}
 	}
 
 	// Local copies: only objects with sync labels are cached (copies of
@@ -506,11 +517,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, err
 	}
-	if !selection.Matches(r.Selector, pr) || pr.DeletionTimestamp != nil {
+	if r.ReleaseOnly || !selection.Matches(r.Selector, pr) || pr.DeletionTimestamp != nil {
 		// Deleted, or not ours any more (its label removed, the agent's
-		// selector changed): either way its objects are released before
-		// our finalizer on it goes. Another agent that selects it adds its
-		// own finalizers and removes none of ours.
+		// selector changed, its sync controller disabled): either way its
+		// objects are released before our finalizer on it goes. Another
+		// agent that selects it adds its own finalizers and removes none
+		// of ours.
 		return r.finalize(ctx, pr, urls)
 	}
 	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
@@ -564,6 +576,15 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		r.releaseStopped(ctx, pr.Name, urls)
 		return reconcile.Result{}, nil
 	}
+	if r.ReleaseOnly && pr.DeletionTimestamp == nil && r.releasedBefore(pr) {
+		// Released by this process already, and the release finalizer is
+		// back: an agent of the same name syncs it (two agents share the
+		// name). Releasing again would fight it over every object.
+		r.prEvents.Eventf(pr, corev1.EventTypeWarning, ReasonReleaseFailed,
+			"This agent (%s) does not sync (its sync controller is disabled) and released the PublishedResource's objects, "+
+				"but another agent of the same name syncs it again; give the two agents different names", r.AgentName)
+		return reconcile.Result{}, nil
+	}
 	r.fleet.Stop(pr.Name)
 	if err := r.releaseAll(ctx, pr, urls); err != nil {
 		if lifecycle.Quiet(ctx, err) {
@@ -589,7 +610,24 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		}
 		return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
 	}
-	return r.setReleaseFinalizer(ctx, pr, false)
+	res, err := r.setReleaseFinalizer(ctx, pr, false)
+	if err == nil && res.IsZero() && r.ReleaseOnly {
+		r.servedMu.Lock()
+		if r.released == nil {
+			r.released = map[types.UID]bool{}
+		}
+		r.released[pr.UID] = true
+		r.servedMu.Unlock()
+	}
+	return res, err
+}
+
+// releasedBefore reports whether this process released pr before (in
+// release-only mode).
+func (r *reconciler) releasedBefore(pr *syncagentv1alpha1.PublishedResource) bool {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	return r.released[pr.UID]
 }
 
 // releaseAll releases the objects of every kcp resource pr synced (see

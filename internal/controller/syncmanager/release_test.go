@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -408,5 +409,74 @@ func TestReleaseRelatedAfterATakeover(t *testing.T) {
 	}
 	if r, err := store.StoredRecord(ctx, rec, true); err != nil || r == nil {
 		t.Errorf("the other agent's record: %v, %v; want it kept", r, err)
+	}
+}
+
+// TestReleaseOnlyLeavesAnotherSyncer: with its sync controller disabled
+// the agent adds its finalizer to no PublishedResource and releases one
+// that carries it (it synced it before). When the finalizer comes back (an
+// agent of the same name syncs it), it leaves it and says so instead of
+// releasing again.
+func TestReleaseOnlyLeavesAnotherSyncer(t *testing.T) {
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ours := keys.ReleaseFinalizer("x")
+	held := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "held", UID: "held-uid", Labels: map[string]string{"agent": "x"}, Finalizers: []string{ours}}}
+	free := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "free", UID: "free-uid", Labels: map[string]string{"agent": "x"}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(held, free).WithStatusSubresource(&syncagentv1alpha1.PublishedResource{}).Build()
+	events := record.NewFakeRecorder(10)
+	r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}, ReleaseOnly: true},
+		client: c, kcpCache: c, fleet: newFleetHarness(t).fleet, log: logr.Discard(), prEvents: events,
+		status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
+		warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
+	ctx := context.Background()
+	finalizers := func(name string) []string {
+		t.Helper()
+		got := &syncagentv1alpha1.PublishedResource{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Finalizers
+	}
+	reconcileOnce := func(name string) {
+		t.Helper()
+		if res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil || !res.IsZero() {
+			t.Fatalf("reconcile %s: %+v, %v", name, res, err)
+		}
+	}
+	reconcileOnce("free")
+	reconcileOnce("held")
+	if got := finalizers("free"); len(got) != 0 {
+		t.Errorf("a PublishedResource the agent never synced got finalizers %v", got)
+	}
+	if got := finalizers("held"); len(got) != 0 {
+		t.Errorf("the released PublishedResource keeps finalizers %v", got)
+	}
+	if len(events.Events) != 0 {
+		t.Errorf("Events of a plain release: %v", <-events.Events)
+	}
+
+	// An agent of the same name syncs it and puts the finalizer back.
+	pr := &syncagentv1alpha1.PublishedResource{}
+	if err := c.Get(ctx, types.NamespacedName{Name: "held"}, pr); err != nil {
+		t.Fatal(err)
+	}
+	pr.Finalizers = []string{ours}
+	if err := c.Update(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	reconcileOnce("held")
+	if got := finalizers("held"); !slices.Equal(got, []string{ours}) {
+		t.Errorf("finalizers after the other agent took it back: %v, want %v", got, []string{ours})
+	}
+	select {
+	case e := <-events.Events:
+		if !strings.Contains(e, ReasonReleaseFailed) || !strings.Contains(e, "another agent of the same name") {
+			t.Errorf("Event %q, want a ReleaseFailed Warning naming the shared agent name", e)
+		}
+	default:
+		t.Error("no Event says that another agent of the same name syncs it")
 	}
 }

@@ -545,3 +545,24 @@ func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]
 func sameObject(a, b ObjectRef) bool {
 	return a.GroupKind() == b.GroupKind() && a.Namespace == b.Namespace && a.Name == b.Name
 }
+
+// RecordsOfSource returns the agent's records, as the cache has them, that
+// name ref in workspace cluster as their kcp origin: the primaries whose
+// finalizer the source carries. For an event handler, which must not wait
+// on the API server; a record the cache has not seen yet is missed.
+func (s *Store) RecordsOfSource(ctx context.Context, cluster string, ref ObjectRef) ([]StoredRelated, error) {
+	key := RelatedObjectKey(cluster, sideKcp, ref)
+	var list corev1.SecretList
+	if err := s.Client.List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace),
+		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: key}); err != nil {
+		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
+	}
+	var out []StoredRelated
+	for i := range list.Items {
+		st, ok := storedRelated(&list.Items[i])
+		if ok && st.OriginSide == sideKcp && st.OriginKey() == key && (st.Agent == "" || st.Agent == s.AgentName) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,45 @@
+package syncer
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestSyncer_deletedSourceOfAnUnsyncedPrimaryIsReleased: the primary of a
+// kcp-origin source is no longer synced (filtered out, synchronization
+// disabled) when the consumer deletes the source: the pass that only
+// releases deleted sources deletes the copy and the record and removes
+// the finalizer, and leaves the primary and its copy alone.
+func TestSyncer_deletedSourceOfAnUnsyncedPrimaryIsReleased(t *testing.T) {
+	e := syncedWithSource(t)
+	ctx := t.Context()
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+
+	// A source not being deleted is left as it is.
+	res, err := e.syncer.ReleaseDeletedSources(ctx, ws, e.getRemote(t, "default", "foo"))
+	if err != nil || res.Writes != 0 {
+		t.Fatalf("a pass with no source in deletion: %d writes, %v; want none", res.Writes, err)
+	}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer.ReleaseDeletedSources(ctx, ws, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, e.kcp, configMapGVK, "default", "app-config"); got != nil {
+		t.Errorf("the deleted source is still there, finalizers %v", got.GetFinalizers())
+	}
+	err = e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "app-config"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the source's copy: %v, want NotFound", err)
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related records left: %v", names)
+	}
+	if f := e.getRemote(t, "default", "foo").GetFinalizers(); len(f) != 1 || f[0] != ownFinalizer {
+		t.Errorf("the primary's finalizers: %v, want only %s", f, ownFinalizer)
+	}
+}
