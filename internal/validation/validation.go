@@ -9,7 +9,6 @@ package validation
 import (
 	"fmt"
 	"maps"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/templating"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -70,6 +70,15 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 	if in.LocalScope == apiextensionsv1.ClusterScoped && !namesPerWorkspace(spec.Naming) {
 		c.ambiguous("spec.naming.name does not depend on the workspace (.ClusterName, .ClusterPath or $remoteClusterName) and the local type is cluster-scoped: " +
 			"objects with the same name in two workspaces get the same local name, and only the first one syncs (ObjectConflict)")
+	}
+	if in.LocalScope != apiextensionsv1.ClusterScoped && !copyNamespaceNamesWorkspace(spec.Naming) {
+		for i, rel := range spec.Related {
+			if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace == nil {
+				c.ambiguous("spec.naming.namespace does not depend on the workspace, so the local copies of several workspaces can share a namespace: "+
+					"spec.related[%d] (origin service) is read there only where the namespace contains the workspace's cluster name or allowedNamespaces lists it, "+
+					"since a consumer could otherwise name another workspace's object", i)
+			}
+		}
 	}
 	if f := spec.Filter; f != nil {
 		c.selector("spec.filter.resource", f.Resource)
@@ -178,23 +187,18 @@ func namesPerWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
 		return strings.Contains(n.Name, syncagentv1alpha1.PlaceholderRemoteClusterName)
 	}
 	tpl, err := templating.Parse("spec.naming.name", n.Name)
-	if err != nil || tpl.Tree == nil {
-		return err != nil
+	if err != nil {
+		return true
 	}
-	return anyNode(tpl.Root, func(n parse.Node) bool {
-		var idents []string
-		switch n := n.(type) {
-		case *parse.FieldNode: // .ClusterName
-			idents = n.Ident
-		case *parse.VariableNode: // $.ClusterName
-			if len(n.Ident) > 1 {
-				idents = n.Ident[1:]
-			}
-		case *parse.StringNode: // index . "ClusterName"
-			idents = []string{n.Text}
-		}
-		return len(idents) > 0 && (idents[0] == "ClusterName" || idents[0] == "ClusterPath")
-	})
+	return templating.MentionsWorkspace(tpl)
+}
+
+// copyNamespaceNamesWorkspace reports whether the local copies' namespace
+// pattern reads the workspace's name or path (the default does). A pattern
+// that does not compile is reported as invalid elsewhere.
+func copyNamespaceNamesWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
+	namer, err := naming.NewNamer(n)
+	return err != nil || namer.NamespaceNamesWorkspace()
 }
 
 // allowedNamespace checks an allowedNamespaces entry: a template that sees
@@ -205,7 +209,7 @@ func (c *checker) allowedNamespace(path, text string) {
 		c.invalid("%s: invalid template: %v", path, err)
 		return
 	}
-	if !usesOnlyWorkspaceFields(tpl.Root) {
+	if !templating.ReadsOnlyWorkspace(tpl, "") {
 		c.invalid("%s: may use only .ClusterName and .ClusterPath", path)
 	}
 }
@@ -213,57 +217,9 @@ func (c *checker) allowedNamespace(path, text string) {
 // callsFunction reports whether the template tree calls the function name
 // (not merely mentions it in text, a string or a comment).
 func callsFunction(root parse.Node, name string) bool {
-	return anyNode(root, func(n parse.Node) bool {
+	return templating.AnyNode(root, func(n parse.Node) bool {
 		id, ok := n.(*parse.IdentifierNode)
 		return ok && id.Ident == name
-	})
-}
-
-// anyNode reports whether match holds for a node of the tree.
-func anyNode(node parse.Node, match func(parse.Node) bool) bool {
-	if node == nil || reflect.ValueOf(node).IsNil() {
-		return false
-	}
-	if match(node) {
-		return true
-	}
-	var children []parse.Node
-	switch n := node.(type) {
-	case *parse.ListNode:
-		children = n.Nodes
-	case *parse.ActionNode:
-		children = []parse.Node{n.Pipe}
-	case *parse.PipeNode:
-		for _, c := range n.Cmds {
-			children = append(children, c)
-		}
-	case *parse.CommandNode:
-		children = n.Args
-	case *parse.ChainNode:
-		children = []parse.Node{n.Node}
-	case *parse.IfNode:
-		children = []parse.Node{n.Pipe, n.List, n.ElseList}
-	case *parse.RangeNode:
-		children = []parse.Node{n.Pipe, n.List, n.ElseList}
-	case *parse.WithNode:
-		children = []parse.Node{n.Pipe, n.List, n.ElseList}
-	case *parse.TemplateNode:
-		children = []parse.Node{n.Pipe}
-	}
-	return slices.ContainsFunc(children, func(c parse.Node) bool { return anyNode(c, match) })
-}
-
-// usesOnlyWorkspaceFields reports whether a template reads no field but
-// .ClusterName and .ClusterPath (nothing of the consumer's object).
-func usesOnlyWorkspaceFields(root parse.Node) bool {
-	return !anyNode(root, func(n parse.Node) bool {
-		switch n := n.(type) {
-		case *parse.FieldNode:
-			return n.Ident[0] != "ClusterName" && n.Ident[0] != "ClusterPath"
-		case *parse.DotNode, *parse.VariableNode, *parse.ChainNode:
-			return true
-		}
-		return false
 	})
 }
 

@@ -209,6 +209,30 @@ func TestCheck(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
+			name: "service-origin related objects read in a copy namespace that workspaces can share",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Naming: &syncagentv1alpha1.ResourceNaming{Namespace: "{{ .Object.metadata.namespace }}"},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{
+					{Identifier: "in", Origin: "kcp", Version: "v1", Resource: "secrets", Object: ref},
+					{Identifier: "out", Origin: "service", Version: "v1", Resource: "secrets", Object: ref},
+				},
+			},
+			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.naming.namespace does not depend on the workspace", "spec.related[1] (origin service) is read there only where"},
+		},
+		{
+			name: "service-origin related objects in copy namespaces of their workspace",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Naming: &syncagentv1alpha1.ResourceNaming{Namespace: "{{ .ClusterName }}-{{ .Object.metadata.namespace }}"},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{
+					{Identifier: "out", Origin: "service", Version: "v1", Resource: "secrets", Object: ref},
+				},
+			},
+			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
 			name:       "default naming of a namespaced local type",
 			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,

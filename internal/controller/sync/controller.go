@@ -822,7 +822,7 @@ func failureMessage(kind string, req mcreconcile.Request, err error) string {
 	case errors.Is(err, syncer.ErrConflict):
 		cause = "its local object belongs to someone else"
 	case errors.As(err, &notAllowed):
-		cause = fmt.Sprintf("a related object in service namespace %q, which is neither the local copy's nor in spec.related[].allowedNamespaces", notAllowed.Namespace)
+		cause = fmt.Sprintf("a related object in service namespace %q, which is neither the workspace's own, nor fixed by the PublishedResource, nor in spec.related[].allowedNamespaces", notAllowed.Namespace)
 	case errors.As(err, &refused):
 		cause = fmt.Sprintf("kcp refusing to write related object %q (%s) into the workspace: the consumer's APIBinding does not allow it "+
 			"(its permission claim not accepted, accepted with fewer verbs, or with a label selector the object does not match)", refused.Identifier, refused.Kind)

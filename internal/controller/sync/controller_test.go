@@ -57,7 +57,7 @@ func TestFailureMessage(t *testing.T) {
 			name: "a related namespace that is not allowed is named (for the service owner)",
 			req:  req("default", "db"),
 			err:  fmt.Errorf("related \"creds\": namespace: %w", &related.NamespaceNotAllowedError{Namespace: "kube-system"}),
-			want: `Synchronizing Thing default/db in workspace 1x2y failed with a related object in service namespace "kube-system", which is neither the local copy's nor in spec.related[].allowedNamespaces.`,
+			want: `Synchronizing Thing default/db in workspace 1x2y failed with a related object in service namespace "kube-system", which is neither the workspace's own, nor fixed by the PublishedResource, nor in spec.related[].allowedNamespaces.`,
 		},
 		{
 			name: "a related object kcp refused to write names the entry and kind, never kcp's text",

@@ -90,3 +90,29 @@ func TestNewNamer_invalid(t *testing.T) {
 		t.Error("expected an error for an unknown function")
 	}
 }
+
+func TestNamer_namespaceOfWorkspace(t *testing.T) {
+	testcases := []struct {
+		namespace         string
+		ofWorkspace, uses bool
+	}{
+		{namespace: "", ofWorkspace: true, uses: true}, // the default, {{ .ClusterName }}
+		{namespace: "{{ .ClusterName | sha3short }}-x", ofWorkspace: true, uses: true},
+		{namespace: "{{ .ClusterName }}-{{ .Object.metadata.namespace }}", ofWorkspace: false, uses: true},
+		{namespace: "{{ .Object.metadata.namespace }}", ofWorkspace: false, uses: false},
+		{namespace: "shared", ofWorkspace: false, uses: false},
+		{namespace: "$remoteClusterName", ofWorkspace: false, uses: true},
+	}
+	for _, tc := range testcases {
+		n, err := NewNamer(&syncagentv1alpha1.ResourceNaming{Namespace: tc.namespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.NamespaceOfWorkspace(); got != tc.ofWorkspace {
+			t.Errorf("NamespaceOfWorkspace(%q) = %v, want %v", tc.namespace, got, tc.ofWorkspace)
+		}
+		if got := n.NamespaceNamesWorkspace(); got != tc.uses {
+			t.Errorf("NamespaceNamesWorkspace(%q) = %v, want %v", tc.namespace, got, tc.uses)
+		}
+	}
+}

@@ -62,6 +62,19 @@ type Entry struct {
 	// staticNamespace is object.namespace's template when it is plain text.
 	allowedNamespaces []*template.Template
 	staticNamespace   string
+	// serviceNamespaceFixed: object.namespace renders on the service side
+	// from nothing the consumer controls (templating.ReadsOnlyWorkspace
+	// with .Side "service"): the owner chose that namespace.
+	serviceNamespaceFixed bool
+
+	// CopyNamespaceShared is set when the naming of local copies may put
+	// the copies of several workspaces into one namespace (it is not a
+	// function of the workspace alone, naming.Namer.NamespaceOfWorkspace).
+	// Service-origin objects are then read in the local copy's namespace
+	// only if it contains the workspace's cluster name or
+	// allowedNamespaces allow it: otherwise a consumer could name another
+	// tenant's object there.
+	CopyNamespaceShared bool
 }
 
 // OriginType and DestinationType return the type on each end of the copy.
@@ -153,6 +166,8 @@ func Compile(rel *syncagentv1alpha1.RelatedResourceSpec, kcp, service Type) (*En
 			return nil, fmt.Errorf("related %q: object.namespace: %w", rel.Identifier, err)
 		}
 		e.staticNamespace = staticValue(rel.Object.Namespace)
+		e.serviceNamespaceFixed = e.namespaces.template != nil && e.namespaces.reference == nil && e.namespaces.selector == nil &&
+			templating.ReadsOnlyWorkspace(e.namespaces.template, string(SideService))
 	}
 	for i, text := range rel.AllowedNamespaces {
 		t, err := templating.Parse("allowed namespace", text)

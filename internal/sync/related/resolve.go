@@ -79,10 +79,25 @@ func (e *Entry) Resolve(ctx context.Context, p Primaries, r Readers) ([]Pair, er
 	}
 	var out []Pair
 	seen := map[types.NamespacedName]types.NamespacedName{} // destination → origin
+	// Service-origin objects in the local copy's namespace: checked before
+	// a selector lists there, or once a reference or template names
+	// something there (an entry whose reference is empty reads nothing).
+	checkCopyNamespace := e.namespaces == nil && e.Origin == SideService
+	lists := e.names.reference == nil && e.names.selector != nil
 	for _, ns := range namespaces {
+		if checkCopyNamespace && lists {
+			if err := res.allowedOnService(ns.origin); err != nil {
+				return nil, fmt.Errorf("related %q: namespace: %w", e.Identifier, err)
+			}
+		}
 		names, err := res.names(ctx, ns)
 		if err != nil {
 			return nil, fmt.Errorf("related %q: %w", e.Identifier, err)
+		}
+		if checkCopyNamespace && !lists && len(names) > 0 {
+			if err := res.allowedOnService(ns.origin); err != nil {
+				return nil, fmt.Errorf("related %q: namespace: %w", e.Identifier, err)
+			}
 		}
 		for _, n := range names {
 			if err := validName(n.origin); err != nil {
@@ -194,6 +209,9 @@ func (r *resolution) namespaces(ctx context.Context) ([]namePair, error) {
 		} else if err := validNamespace(pairs[i].destination); err != nil {
 			return nil, err
 		}
+		// A namespace object.namespace names is checked here; the local
+		// copy's namespace only once something is to be read there
+		// (Resolve).
 		if e.namespaces != nil {
 			service := pairs[i].origin
 			if e.Origin == SideKcp {
@@ -212,17 +230,23 @@ func (r *resolution) namespaces(ctx context.Context) ([]namePair, error) {
 type NamespaceNotAllowedError struct{ Namespace string }
 
 func (e *NamespaceNotAllowedError) Error() string {
-	return fmt.Sprintf("namespace %q of the service cluster is neither the local copy's nor allowed by allowedNamespaces", e.Namespace)
+	return fmt.Sprintf("namespace %q of the service cluster is neither the workspace's own, nor fixed by the PublishedResource, nor allowed by allowedNamespaces", e.Namespace)
 }
 
 // allowedOnService reports whether a related object may be read or written
-// in namespace ns of the service cluster: the local copy's namespace, the
-// plain-text object.namespace, or an entry of allowedNamespaces rendered
-// for this workspace (never with the consumer's object). "" is a
+// in namespace ns of the service cluster: a namespace the owner chose
+// (object.namespace in plain text, or rendered on the service side from
+// nothing the consumer controls), the local copy's namespace if it is the
+// workspace's own (writes: always), or an entry of allowedNamespaces
+// rendered for this workspace (never with the consumer's object). "" is a
 // cluster-scoped service-side type.
 func (r *resolution) allowedOnService(ns string) error {
 	e := r.entry
-	if ns == "" || ns == r.primaries.Service.GetNamespace() || ns == e.staticNamespace {
+	if ns == "" || ns == e.staticNamespace || e.serviceNamespaceFixed {
+		return nil
+	}
+	if ns == r.primaries.Service.GetNamespace() && (e.Origin == SideKcp || !e.CopyNamespaceShared ||
+		r.primaries.ClusterName != "" && strings.Contains(ns, r.primaries.ClusterName)) {
 		return nil
 	}
 	data := map[string]any{"ClusterName": r.primaries.ClusterName, "ClusterPath": r.primaries.ClusterPath}

@@ -140,8 +140,11 @@ func TestEntry_Resolve(t *testing.T) {
 		serviceObjects       []ctrlruntimeclient.Object
 		// allowed is spec.related[].allowedNamespaces.
 		allowed []string
-		want    []string
-		wantErr string
+		// sharedCopies: the naming may put several workspaces' copies into
+		// one namespace (Entry.CopyNamespaceShared).
+		sharedCopies bool
+		want         []string
+		wantErr      string
 	}{
 		// reference
 		{
@@ -459,7 +462,7 @@ func TestEntry_Resolve(t *testing.T) {
 			},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("svc-a", "local-config", nil)},
 			allowed:        []string{"{{ .Object.spec.ns }}", "other"},
-			wantErr:        `namespace "svc-a" of the service cluster is neither the local copy's nor allowed by allowedNamespaces`,
+			wantErr:        `namespace "svc-a" of the service cluster is neither the workspace's own, nor fixed by the PublishedResource, nor allowed by allowedNamespaces`,
 		},
 		{
 			name:   "a service-side namespace the consumer names is refused unless allowed (origin kcp: no write there)",
@@ -469,7 +472,92 @@ func TestEntry_Resolve(t *testing.T) {
 				Namespace:                 ptr(byReference("spec.ns")),
 			},
 			kcpObjects: []ctrlruntimeclient.Object{configMap("team-a", "app-config", nil)},
-			wantErr:    `namespace "svc-a" of the service cluster is neither the local copy's nor allowed`,
+			wantErr:    `namespace "svc-a" of the service cluster is neither the workspace's own`,
+		},
+		{
+			name:           "shared copy namespace: another workspace's object there is not read (origin service)",
+			origin:         "service",
+			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
+			sharedCopies:   true,
+			wantErr:        `namespace "shared" of the service cluster is neither the workspace's own`,
+		},
+		{
+			name:           "shared copy naming, but this copy's namespace names the workspace (origin service)",
+			origin:         "service",
+			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("abc-default") }},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("abc-default", "local-config", nil)},
+			sharedCopies:   true,
+			want:           []string{"abc-default/local-config -> default/app-config"},
+		},
+		{
+			name:           "shared copy namespace: an entry that names nothing reads nothing and is no error",
+			origin:         "service",
+			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.missing")},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
+			sharedCopies:   true,
+		},
+		{
+			name:   "shared copy namespace: a selector does not list there (origin service)",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: bySelector(metaLabels(map[string]string{"app": "x"}),
+				templateRewrite("{{ .Value }}"))},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "other-tenant", map[string]string{"app": "x"})},
+			sharedCopies:   true,
+			wantErr:        `namespace "shared" of the service cluster is neither the workspace's own`,
+		},
+		{
+			name:           "shared copy namespace the owner allowed (origin service)",
+			origin:         "service",
+			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
+			allowed:        []string{"shared"},
+			sharedCopies:   true,
+			want:           []string{"shared/local-config -> default/app-config"},
+		},
+		{
+			name:           "shared copy namespace: copies are still written there (origin kcp)",
+			origin:         "kcp",
+			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
+			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
+			kcpObjects:     []ctrlruntimeclient.Object{configMap("default", "app-config", nil)},
+			sharedCopies:   true,
+			want:           []string{"default/app-config -> shared/local-config"},
+		},
+		{
+			name:   "a namespace fixed on the service side by .Side is the owner's choice (origin service)",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byTemplate(`{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}credentials{{ end }}`)),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("credentials", "local-config", nil)},
+			sharedCopies:   true,
+			want:           []string{"credentials/local-config -> default/app-config"},
+		},
+		{
+			name:   "a namespace fixed on the service side by .Side is the owner's choice (origin kcp)",
+			origin: "kcp",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byTemplate(`{{ if ne .Side "service" }}{{ .Object.metadata.namespace }}{{ else }}vault-input{{ end }}`)),
+			},
+			kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", nil)},
+			want:       []string{"default/app-config -> vault-input/local-config"},
+		},
+		{
+			name:   "a service-side namespace from the consumer's object behind .Side is refused",
+			origin: "service",
+			object: syncagentv1alpha1.RelatedResourceObject{
+				RelatedResourceObjectSpec: byReference("spec.configName"),
+				Namespace:                 ptr(byTemplate(`{{ if eq .Side "service" }}{{ .Object.spec.ns }}{{ else }}default{{ end }}`)),
+			},
+			serviceObjects: []ctrlruntimeclient.Object{configMap("svc-a", "local-config", nil)},
+			wantErr:        `namespace "svc-a" of the service cluster is neither the workspace's own`,
 		},
 		{
 			name:   "a plain-text object.namespace is the owner's choice",
@@ -598,6 +686,7 @@ func TestEntry_Resolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			e.CopyNamespaceShared = tc.sharedCopies
 			p := Primaries{Kcp: primary(SideKcp), Service: primary(SideService), ClusterName: "abc", ClusterPath: "root:org"}
 			for _, m := range tc.kcpPrimary {
 				m(p.Kcp)

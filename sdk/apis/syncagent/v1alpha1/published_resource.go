@@ -369,14 +369,20 @@ type RelatedResourceSpec struct {
 	Projection *RelatedResourceProjection `json:"projection,omitempty"`
 
 	// AllowedNamespaces lists the namespaces of the service cluster where
-	// this related object may be read or written when object.namespace
-	// resolves to another namespace than the one of the primary's local
-	// copy. Entries are Go templates that see only .ClusterName and
-	// .ClusterPath, never the consumer's object (for example
-	// "{{ .ClusterName }}-secrets" or "shared-credentials"); a plain-text
-	// object.namespace template counts as listed. Anything else is
-	// refused: object.namespace may come from data the consumer controls.
-	// (Ours; the reference has no such restriction.)
+	// this related object may be read or written although they are not
+	// the workspace's own. The workspace's own is the local copy's
+	// namespace when the naming of local copies depends on the workspace
+	// alone (the default) or the namespace contains the workspace's
+	// cluster name; a namespace object.namespace gives on the service side
+	// from nothing the consumer controls (plain text, or a template that
+	// reads only .Side, .ClusterName and .ClusterPath there) is the
+	// owner's choice and counts as listed. Entries are Go templates that
+	// see only .ClusterName and .ClusterPath, never the consumer's object
+	// (for example "{{ .ClusterName }}-secrets" or "shared-credentials").
+	// Anything else is refused, as it may come from data the consumer
+	// controls: a namespace the consumer names, and for origin service a
+	// copy namespace several workspaces share. (Ours; the reference has
+	// no such restriction.)
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=253

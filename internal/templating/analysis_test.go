@@ -1,0 +1,56 @@
+package templating
+
+import "testing"
+
+func TestReadsOnlyWorkspace(t *testing.T) {
+	testcases := []struct {
+		name, text, side string
+		want             bool
+	}{
+		{name: "plain text", text: "credentials", side: "service", want: true},
+		{name: "workspace fields", text: "{{ .ClusterName }}-{{ .ClusterPath | sha3short }}", side: "service", want: true},
+		{name: "the consumer's object", text: "{{ .Object.metadata.namespace }}", side: "service", want: false},
+		{name: "fixed on the service side", text: `{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}credentials{{ end }}`, side: "service", want: true},
+		{name: "operands swapped and ne", text: `{{ if ne "service" .Side }}{{ .Object.metadata.namespace }}{{ else }}fixed{{ end }}`, side: "service", want: true},
+		{name: "the object on the service side", text: `{{ if eq .Side "service" }}{{ .Object.metadata.namespace }}{{ else }}fixed{{ end }}`, side: "service", want: false},
+		{name: "the kcp side of the same template", text: `{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}credentials{{ end }}`, side: "kcp", want: false},
+		{name: "else if chains", text: `{{ if eq .Side "kcp" }}{{ .Object.x }}{{ else if eq .ClusterName "a" }}a{{ else }}b{{ end }}`, side: "service", want: true},
+		{name: "a condition on the object", text: `{{ if .Object.spec.x }}a{{ else }}b{{ end }}`, side: "service", want: false},
+		{name: "the whole data", text: `{{ index . "Object" }}`, side: "service", want: false},
+		{name: "root variable", text: `{{ $.Object.metadata.name }}`, side: "service", want: false},
+		{name: "declared variable", text: `{{ $x := .ClusterName }}{{ $x }}`, side: "service", want: false},
+		{name: "with rebinds the dot", text: `{{ with .Object }}{{ .metadata.name }}{{ end }}`, side: "service", want: false},
+		{name: "no side given: .Side is data", text: `{{ if eq .Side "kcp" }}a{{ else }}b{{ end }}`, side: "", want: false},
+		{name: "no side given: workspace fields", text: `{{ .ClusterName }}`, side: "", want: true},
+		{name: "the agent's environment is the owner's", text: `{{ env "NS" }}`, side: "service", want: true},
+	}
+	for _, tc := range testcases {
+		t.Run(tc.name, func(t *testing.T) {
+			tpl, err := Parse("t", tc.text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ReadsOnlyWorkspace(tpl, tc.side); got != tc.want {
+				t.Errorf("ReadsOnlyWorkspace(%q, %q) = %v, want %v", tc.text, tc.side, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMentionsWorkspace(t *testing.T) {
+	for text, want := range map[string]bool{
+		"{{ .ClusterName }}":               true,
+		"{{ $.ClusterPath }}":              true,
+		`{{ index . "ClusterName" }}`:      true,
+		"{{ .Object.metadata.namespace }}": false,
+		"shared":                           false,
+	} {
+		tpl, err := Parse("t", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := MentionsWorkspace(tpl); got != want {
+			t.Errorf("MentionsWorkspace(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
