@@ -29,6 +29,12 @@ const (
 	RemoteObjectNamespace = "syncagent.kcp.io/remote-object-namespace"
 	// RemoteObjectWorkspacePath is the annotation with the workspace path.
 	RemoteObjectWorkspacePath = "syncagent.kcp.io/remote-object-workspace-path"
+	// RemoteObjectKind is the annotation with the kcp object's kind and
+	// group ("Thing.kcp.example.com"; ours): copies of two kcp kinds with
+	// the same workspace, namespace and name are told apart by it (copies
+	// without it, of the reference or earlier versions, are anyone's of
+	// the PublishedResource).
+	RemoteObjectKind = "syncagent.kcp.io/remote-object-kind"
 
 	// ObjectState labels the state Secrets.
 	ObjectState = "syncagent.kcp.io/object-state"

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -158,6 +159,15 @@ func Adoptable(obj *unstructured.Unstructured, r Remote, agentName string) bool 
 	return true
 }
 
+// OfOtherKind reports whether the local object records a kcp kind and it
+// is not gk: the copy of another kind's object of the same workspace,
+// namespace and name (a projection changed), which must be neither taken
+// over nor deleted for this one.
+func OfOtherKind(obj *unstructured.Unstructured, gk schema.GroupKind) bool {
+	v, ok := obj.GetAnnotations()[keys.RemoteObjectKind]
+	return ok && v != gk.String()
+}
+
 // Labels never copied between the sides.
 func copyableLabel(k string) bool {
 	switch k {
@@ -172,7 +182,7 @@ func copyableLabel(k string) bool {
 func copyableAnnotation(k string) bool {
 	switch k {
 	case "kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
-		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath,
+		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind,
 		keys.AgentName, keys.ObjectState:
 		return false
 	}

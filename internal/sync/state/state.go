@@ -56,6 +56,19 @@ type Primary struct {
 	APIVersion, Kind string
 }
 
+// GroupKind returns the kcp-side group and kind of the primary.
+func (p Primary) GroupKind() schema.GroupKind {
+	return schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+}
+
+// Annotations returns the annotations a local copy of the primary carries:
+// those of its Remote and its kcp kind.
+func (p Primary) Annotations() map[string]string {
+	a := p.Remote.Annotations()
+	a[keys.RemoteObjectKind] = p.GroupKind().String()
+	return a
+}
+
 func encode(v any) []byte {
 	var buf bytes.Buffer
 	// Encoding plain maps and structs of strings cannot fail.
@@ -324,7 +337,7 @@ func ofOtherKind(p Primary, secret *corev1.Secret) bool {
 	if secret.Name == SecretName(p) {
 		return false
 	}
-	gk := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
+	gk := p.GroupKind()
 	if ref, ok := PrimaryOfRelated(secret); ok {
 		return ref.Name != "" && ref.GroupKind() != gk
 	}

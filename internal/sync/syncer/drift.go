@@ -68,7 +68,7 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	}
 	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
 	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
-	local, err := s.findLocal(ctx, remote)
+	local, err := s.findLocal(ctx, p)
 	switch {
 	case err != nil:
 		return nil, err

@@ -163,9 +163,7 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 // sync brings the local copy, the status and the related objects of obj
 // (which carries our finalizer) in line.
 func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
-	remote := p.Remote
-
-	local, err := s.findLocal(ctx, remote)
+	local, err := s.findLocal(ctx, p)
 	if err != nil {
 		return Result{}, err
 	}
@@ -268,7 +266,8 @@ func applyMutator(m *mutation.Mutator, self, other *unstructured.Unstructured) (
 // findLocal returns the local copy of remote: found by its labels, never by
 // name; copies labelled for another agent are ignored, copies without the
 // agent label (older versions) count.
-func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
+func (s *Syncer) findLocal(ctx context.Context, p state.Primary) (*unstructured.Unstructured, error) {
+	remote := p.Remote
 	copies := s.Copies
 	if copies == nil {
 		copies = s.Service
@@ -279,15 +278,16 @@ func (s *Syncer) findLocal(ctx context.Context, remote objmeta.Remote) (*unstruc
 		ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
-	return s.onlyCopy(list.Items)
+	return s.onlyCopy(list.Items, p.GroupKind())
 }
 
 // onlyCopy returns the copy among candidates found by the remote-object
-// labels: objects of another agent and state Secrets do not count.
-func (s *Syncer) onlyCopy(candidates []unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// labels: objects of another agent, copies of another kcp kind and state
+// Secrets do not count.
+func (s *Syncer) onlyCopy(candidates []unstructured.Unstructured, gk schema.GroupKind) (*unstructured.Unstructured, error) {
 	var found []unstructured.Unstructured
 	for _, item := range candidates {
-		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) && !objmeta.IsState(&item) {
+		if !objmeta.OwnedByOtherAgent(&item, s.AgentName) && !objmeta.IsState(&item) && !objmeta.OfOtherKind(&item, gk) {
 			found = append(found, item)
 		}
 	}
@@ -306,13 +306,13 @@ func (s *Syncer) onlyCopy(candidates []unstructured.Unstructured) (*unstructured
 // objects live): a copy created a moment ago is found whether or not the
 // copies cache has seen it, whatever its name, and without naming or
 // mutations having to work. It runs once per deletion at most.
-func (s *Syncer) findLocalLive(ctx context.Context, remote objmeta.Remote) (*unstructured.Unstructured, error) {
+func (s *Syncer) findLocalLive(ctx context.Context, p state.Primary) (*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
-	if err := s.Service.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: remote.Selector()}); err != nil {
+	if err := s.Service.List(ctx, list, ctrlruntimeclient.MatchingLabelsSelector{Selector: p.Selector()}); err != nil {
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
-	return s.onlyCopy(list.Items)
+	return s.onlyCopy(list.Items, p.GroupKind())
 }
 
 func (s *Syncer) localName(ws Workspace, obj *unstructured.Unstructured) (types.NamespacedName, error) {
@@ -330,16 +330,17 @@ func (s *Syncer) localName(ws Workspace, obj *unstructured.Unstructured) (types.
 
 // withSyncMetadata returns a copy of desired plus the labels and
 // annotations that tie the copy to its kcp object.
-func (s *Syncer) withSyncMetadata(desired map[string]any, remote objmeta.Remote) *unstructured.Unstructured {
+func (s *Syncer) withSyncMetadata(desired map[string]any, p state.Primary) *unstructured.Unstructured {
 	u := (&unstructured.Unstructured{Object: desired}).DeepCopy()
-	s.addSyncMetadata(u, remote)
+	s.addSyncMetadata(u, p)
 	return u
 }
 
-// addSyncMetadata sets the remote-object labels and annotations on u.
-func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, remote objmeta.Remote) {
-	u.SetLabels(merge.WithEntries(u.GetLabels(), remote.Labels(s.AgentName)))
-	u.SetAnnotations(merge.WithEntries(u.GetAnnotations(), remote.Annotations()))
+// addSyncMetadata sets the remote-object labels and annotations (the kcp
+// kind among them) on u.
+func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, p state.Primary) {
+	u.SetLabels(merge.WithEntries(u.GetLabels(), p.Labels(s.AgentName)))
+	u.SetAnnotations(merge.WithEntries(u.GetAnnotations(), p.Annotations()))
 }
 
 func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
@@ -354,7 +355,7 @@ func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p s
 		}
 	}
 
-	local := s.newCopy(key, desired, p.Remote)
+	local := s.newCopy(key, desired, p)
 	err := s.Service.Create(ctx, local)
 	if apierrors.IsAlreadyExists(err) {
 		return s.adopt(ctx, obj, p, key, desired, res)
@@ -393,7 +394,7 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 		res.Waiting = waitingFor("the local object", existing)
 		return res, nil
 	}
-	if !objmeta.Adoptable(existing, p.Remote, s.AgentName) {
+	if !objmeta.Adoptable(existing, p.Remote, s.AgentName) || objmeta.OfOtherKind(existing, p.GroupKind()) {
 		s.Event(obj, corev1.EventTypeWarning, ReasonObjectConflict, "The object cannot be placed: its name on the service cluster is taken. Contact the service provider.")
 		return res, fmt.Errorf("%w: %s %s", ErrConflict, s.LocalGVK.Kind, key)
 	}
@@ -406,7 +407,7 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 	}
 	res.Writes++
 	patch := ctrlruntimeclient.MergeFrom(existing.DeepCopy())
-	s.addSyncMetadata(existing, p.Remote)
+	s.addSyncMetadata(existing, p)
 	if err := s.Service.Patch(ctx, existing, patch); err != nil {
 		return res, fmt.Errorf("failed to adopt the local object: %w", err)
 	}
@@ -471,7 +472,7 @@ func (s *Syncer) updateSpec(ctx context.Context, obj, local *unstructured.Unstru
 		}
 	} else {
 		updated := local.DeepCopy()
-		if merge.Overwrite(updated, s.withSyncMetadata(desired.Object, p.Remote).Object) {
+		if merge.Overwrite(updated, s.withSyncMetadata(desired.Object, p).Object) {
 			if err := s.Service.Update(ctx, updated); err != nil {
 				return Result{}, fmt.Errorf("failed to update the local copy: %w", err)
 			}
@@ -582,14 +583,14 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 // cleanup removes what obj has on the service cluster: related objects,
 // the local copy (waiting until it is gone) and the state. It is done when the result asks for neither a requeue nor a wait.
 func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
-	local, err := s.findLocal(ctx, p.Remote)
+	local, err := s.findLocal(ctx, p)
 	if err != nil {
 		return Result{}, err
 	}
 	if local == nil {
 		// The copies cache may not have seen a copy created a moment ago:
 		// before anything is released, the API server confirms there is none.
-		if local, err = s.findLocalLive(ctx, p.Remote); err != nil {
+		if local, err = s.findLocalLive(ctx, p); err != nil {
 			return Result{}, err
 		}
 	}
@@ -631,7 +632,7 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.Unstructured) (Result, error) {
 	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: ref.GetNamespace(), Name: ref.GetName(), Path: ws.Path}
 	p := state.Primary{Remote: remote, APIVersion: ref.GetAPIVersion(), Kind: ref.GetKind()}
-	local, err := s.findLocal(ctx, remote)
+	local, err := s.findLocal(ctx, p)
 	if err != nil {
 		return Result{}, err
 	}
@@ -664,8 +665,8 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 
 // newCopy is the local copy a create writes: desired with the sync
 // metadata, under key.
-func (s *Syncer) newCopy(key types.NamespacedName, desired *unstructured.Unstructured, remote objmeta.Remote) *unstructured.Unstructured {
-	local := s.withSyncMetadata(desired.Object, remote)
+func (s *Syncer) newCopy(key types.NamespacedName, desired *unstructured.Unstructured, p state.Primary) *unstructured.Unstructured {
+	local := s.withSyncMetadata(desired.Object, p)
 	local.SetGroupVersionKind(s.LocalGVK)
 	local.SetName(key.Name)
 	local.SetNamespace(key.Namespace)
@@ -682,7 +683,8 @@ func (s *Syncer) NewCopy(ws Workspace, obj *unstructured.Unstructured) (local, m
 		return nil, nil, err
 	}
 	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
-	return s.newCopy(key, objmeta.Desired(mutated, s.StatusSubresource), remote), mutated, nil
+	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	return s.newCopy(key, objmeta.Desired(mutated, s.StatusSubresource), p), mutated, nil
 }
 
 // StatusForKcp returns the status the sync writes into kcp from the local

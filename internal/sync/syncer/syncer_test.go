@@ -653,10 +653,14 @@ func TestSyncer_stateIsNeverACopy(t *testing.T) {
 	}{
 		{name: "a Secret copy next to its state Secret", candidates: []unstructured.Unstructured{object(secretGVK, "copy", nil), object(secretGVK, "obj-state-x", state)}, want: "copy"},
 		{name: "a copy of another type with the state label", candidates: []unstructured.Unstructured{object(localGVK, "copy", state)}, want: "copy"},
+		{name: "the copy of another kcp kind's object of the same name next to ours",
+			candidates: []unstructured.Unstructured{ofKind(object(localGVK, "old", nil), "Gizmo.kcp.example.com"), ofKind(object(localGVK, "copy", nil), "Thing.kcp.example.com")}, want: "copy"},
+		{name: "a copy that records no kind (an earlier version's) is ours",
+			candidates: []unstructured.Unstructured{ofKind(object(localGVK, "old", nil), "Gizmo.kcp.example.com"), object(localGVK, "copy", nil)}, want: "copy"},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := e.syncer.onlyCopy(tc.candidates)
+			got, err := e.syncer.onlyCopy(tc.candidates, schema.GroupKind{Group: "kcp.example.com", Kind: "Thing"})
 			if err != nil || got == nil || got.GetName() != tc.want {
 				t.Fatalf("onlyCopy = %v, %v; want %s", got, err, tc.want)
 			}
@@ -983,4 +987,56 @@ func (e *env) vanishedUntilDone(t *testing.T, ws Workspace, ref *unstructured.Un
 		}
 	}
 	t.Fatal("Vanished did not finish within 5 passes")
+}
+
+// ofKind records a kcp kind on a local object, as the agent does on its copies.
+func ofKind(u unstructured.Unstructured, gk string) unstructured.Unstructured {
+	u.SetAnnotations(map[string]string{keys.RemoteObjectKind: gk})
+	return u
+}
+
+// TestSyncer_oldKindsCopyIsNotTakenOver: after a projection change, the
+// copy of an old kind's object (released, kept on the service cluster)
+// has the workspace, namespace and name of a new object of the new kind.
+// The new object does not take it over (ObjectConflict: its name is
+// taken), and deleting the new object leaves it.
+func TestSyncer_oldKindsCopyIsNotTakenOver(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.createRemote(t, "default", "foo", map[string]any{"color": "red"})
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	old, _, err := e.syncer.NewCopy(ws, e.getRemote(t, "default", "foo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Object["spec"] = map[string]any{"color": "the old kind's"}
+	old.SetAnnotations(merge.WithEntries(old.GetAnnotations(), map[string]string{keys.RemoteObjectKind: "Gizmo.kcp.example.com"}))
+	if err := e.service.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("the new kind's object: %v, want ErrConflict", err)
+	}
+	readOld := func() *unstructured.Unstructured {
+		t.Helper()
+		got := typed(localGVK)
+		if err := e.service.Get(ctx, types.NamespacedName{Namespace: old.GetNamespace(), Name: old.GetName()}, got); err != nil {
+			t.Fatalf("the old kind's copy: %v", err)
+		}
+		return got
+	}
+	if got := readOld(); got.Object["spec"].(map[string]any)["color"] != "the old kind's" {
+		t.Errorf("the old kind's copy was written: %v", got.Object["spec"])
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	if e.getRemote(t, "default", "foo") != nil {
+		t.Error("the new kind's object was not released")
+	}
+	readOld()
 }
