@@ -72,6 +72,29 @@ func MentionsWorkspace(tpl *template.Template) bool {
 	})
 }
 
+// EmbedsClusterName reports whether every output of the template contains
+// the workspace's cluster name as it is: an action `{{ .ClusterName }}`
+// (or `{{ $.ClusterName }}`) stands at the top level, outside any
+// condition or loop, with no function applied.
+func EmbedsClusterName(tpl *template.Template) bool {
+	if tpl == nil || tpl.Tree == nil {
+		return false
+	}
+	return slices.ContainsFunc(tpl.Root.Nodes, func(n parse.Node) bool {
+		a, ok := n.(*parse.ActionNode)
+		if !ok || len(a.Pipe.Decl) > 0 || len(a.Pipe.Cmds) != 1 || len(a.Pipe.Cmds[0].Args) != 1 {
+			return false
+		}
+		switch f := a.Pipe.Cmds[0].Args[0].(type) {
+		case *parse.FieldNode:
+			return slices.Equal(f.Ident, []string{"ClusterName"})
+		case *parse.VariableNode:
+			return slices.Equal(f.Ident, []string{"$", "ClusterName"})
+		}
+		return false
+	})
+}
+
 // ReadsOnlyWorkspace reports whether rendering the template reads nothing
 // but .ClusterName and .ClusterPath, and, if side is set, .Side with that
 // value: a branch `if eq .Side "…"` (or ne, either operand order) that

@@ -71,11 +71,11 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		c.ambiguous("spec.naming.name does not depend on the workspace (.ClusterName, .ClusterPath or $remoteClusterName) and the local type is cluster-scoped: " +
 			"objects with the same name in two workspaces get the same local name, and only the first one syncs (ObjectConflict)")
 	}
-	if in.LocalScope != apiextensionsv1.ClusterScoped && !copyNamespaceNamesWorkspace(spec.Naming) {
+	if in.LocalScope != apiextensionsv1.ClusterScoped && !copyNamespaceEmbedsClusterName(spec.Naming) {
 		for i, rel := range spec.Related {
-			if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace == nil {
-				c.ambiguous("spec.naming.namespace does not depend on the workspace, so the local copies of several workspaces can share a namespace: "+
-					"spec.related[%d] (origin service) is read there only where the namespace contains the workspace's cluster name or allowedNamespaces lists it, "+
+			if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace == nil && len(rel.AllowedNamespaces) == 0 {
+				c.ambiguous("spec.naming.namespace does not always contain the workspace's cluster name ({{ .ClusterName }} at its top level), so the local copies of several workspaces may share a namespace: "+
+					"spec.related[%d] (origin service) is read in a local copy's namespace only where it contains the cluster name or allowedNamespaces lists it, "+
 					"since a consumer could otherwise name another workspace's object", i)
 			}
 		}
@@ -193,12 +193,12 @@ func namesPerWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
 	return templating.MentionsWorkspace(tpl)
 }
 
-// copyNamespaceNamesWorkspace reports whether the local copies' namespace
-// pattern reads the workspace's name or path (the default does). A pattern
-// that does not compile is reported as invalid elsewhere.
-func copyNamespaceNamesWorkspace(n *syncagentv1alpha1.ResourceNaming) bool {
+// copyNamespaceEmbedsClusterName reports whether every namespace of local
+// copies contains the workspace's cluster name (the default does). A
+// pattern that does not compile is reported as invalid elsewhere.
+func copyNamespaceEmbedsClusterName(n *syncagentv1alpha1.ResourceNaming) bool {
 	namer, err := naming.NewNamer(n)
-	return err != nil || namer.NamespaceNamesWorkspace()
+	return err != nil || namer.NamespaceEmbedsClusterName()
 }
 
 // allowedNamespace checks an allowedNamespaces entry: a template that sees

@@ -219,7 +219,19 @@ func TestCheck(t *testing.T) {
 			},
 			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
-			wantMsg: []string{"spec.naming.namespace does not depend on the workspace", "spec.related[1] (origin service) is read there only where"},
+			wantMsg: []string{"spec.naming.namespace does not always contain the workspace's cluster name", "spec.related[1] (origin service) is read in a local copy's namespace only where"},
+		},
+		{
+			name: "a copy namespace of the workspace alone that does not contain its cluster name is reported too",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Naming: &syncagentv1alpha1.ResourceNaming{Namespace: `org-{{ index (splitList ":" .ClusterPath) 1 }}`},
+				Related: []syncagentv1alpha1.RelatedResourceSpec{
+					{Identifier: "out", Origin: "service", Version: "v1", Resource: "secrets", Object: ref},
+				},
+			},
+			in:         Input{LocalScope: apiextensionsv1.NamespaceScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.related[0] (origin service) is read in a local copy's namespace only where"},
 		},
 		{
 			name: "service-origin related objects in copy namespaces of their workspace",

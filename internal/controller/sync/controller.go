@@ -672,7 +672,8 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	// is that of the related sources it holds.
 	synced := true
 	if obj.GetDeletionTimestamp() == nil {
-		if !r.deletionOnly {
+		synced = !r.deletionOnly
+		if synced {
 			matches, err := r.matches(ctx, kcpClient, obj)
 			if err != nil {
 				return reconcile.Result{}, err
@@ -688,7 +689,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	recorder := r.kcpRecorder(req.ClusterName, cl)
 	// The provider's client reads unstructured objects from the server.
 	ws := syncer.Workspace{Client: kcpClient, Live: cl.GetClient(), Cluster: req.ClusterName}
-	if r.pr.Spec.EnableWorkspacePaths {
+	if r.pr.Spec.EnableWorkspacePaths && synced {
 		var err error
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
 			if lifecycle.Quiet(run, err) {

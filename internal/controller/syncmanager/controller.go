@@ -157,6 +157,9 @@ type reconciler struct {
 
 	// copiesCache holds the local copies.
 	copiesCache cache.Cache
+	// releases runs the releases of PublishedResources.
+	releases *releaseJobs
+
 	// relatedCache holds the related objects of watched types on the
 	// service cluster, in every namespace (the manager's cache has Secrets
 	// of one namespace only); relatedClient writes them.
@@ -298,8 +301,14 @@ func Add(mgr manager.Manager, opts Options) error {
 		return fmt.Errorf("failed to create the related objects client: %w", err)
 	}
 
+	releases := newReleaseJobs(releaseWorkers, f.changed)
+	if err := mgr.Add(releases); err != nil {
+		return err
+	}
+
 	r := &reconciler{
 		Options:       opts,
+		releases:      releases,
 		client:        mgr.GetClient(),
 		kcpCache:      kcpCache,
 		copiesCache:   copiesCache,
@@ -443,7 +452,19 @@ func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.Publi
 		if err := r.client.Get(ctx, types.NamespacedName{Name: owner}, ownerPR); err != nil || ownerPR.Status.ResourceSchemaName == "" {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, ctrlruntimeclient.IgnoreNotFound(err)
 		}
-		if err := r.releaseAll(ctx, pr, urls); err != nil {
+		snapshot := pr.DeepCopy()
+		job, err := r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
+			return r.releaseAll(ctx, snapshot, urls, p)
+		})
+		if err != nil {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{}, err
+		}
+		if !job.finished() {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s Releasing its objects in kcp: %d released of the %d found so far.",
+				msg, job.progress.released.Load(), job.progress.found.Load()), reconcile.Result{RequeueAfter: releaseProgressInterval}, nil
+		}
+		r.releases.finishedJob(pr.Name)
+		if err := job.err; err != nil {
 			// Retried with backoff: a resource that no workspace binds
 			// yet cannot be listed, which is no failure of the agent.
 			r.log.Info("Cannot release the objects of a PublishedResource in SourceConflict yet; retrying", "publishedresource", pr.Name, "error", err.Error())
@@ -543,14 +564,29 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 // releaseStopped stops a PublishedResource's controller and, if one ran,
-// releases the objects of its kcp resource in one best-effort pass.
+// releases the objects of its kcp resource in one best-effort pass, on a
+// release worker; the pass's end brings the next call, which logs its
+// result.
 func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []string) {
+	if job := r.releases.finishedJob(prName); job != nil {
+		r.logStoppedRelease(ctx, prName, int(job.progress.released.Load()), job.err)
+		return
+	}
 	key, ok := r.fleet.Stop(prName)
 	if !ok {
 		return
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
-	n, err := r.releaseResource(ctx, prName, gr, urls)
+	if _, err := r.releases.start(ctx, prName, func(ctx context.Context, p *releaseProgress) error {
+		_, err := r.releaseResource(ctx, prName, gr, urls, p)
+		return err
+	}); err != nil {
+		r.logStoppedRelease(ctx, prName, 0, err)
+	}
+}
+
+// logStoppedRelease logs the end of releaseStopped's pass.
+func (r *reconciler) logStoppedRelease(ctx context.Context, prName string, n int, err error) {
 	switch {
 	case err == nil:
 	case lifecycle.Fenced(err):
@@ -586,7 +622,20 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		return reconcile.Result{}, nil
 	}
 	r.fleet.Stop(pr.Name)
-	if err := r.releaseAll(ctx, pr, urls); err != nil {
+	// The release runs on a worker of its own (releaseJobs): this worker
+	// only starts it and reports its progress.
+	snapshot := pr.DeepCopy()
+	job, err := r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
+		return r.releaseAll(ctx, snapshot, urls, p)
+	})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !job.finished() {
+		return r.releaseInFlight(ctx, pr, job)
+	}
+	r.releases.finishedJob(pr.Name)
+	if err := job.err; err != nil {
 		if lifecycle.Quiet(ctx, err) {
 			return reconcile.Result{}, err // the agent stops (or may have lost the lead); the next leader releases
 		}
@@ -630,15 +679,37 @@ func (r *reconciler) releasedBefore(pr *syncagentv1alpha1.PublishedResource) boo
 	return r.released[pr.UID]
 }
 
+// releaseInFlight reports a release that runs: in the log, and, for a
+// deleted PublishedResource, in SyncReady (Releasing, with the objects
+// released so far); it looks again after releaseProgressInterval (the
+// release's end reconciles it at once).
+func (r *reconciler) releaseInFlight(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, job *releaseJob) (reconcile.Result, error) {
+	found, released := job.progress.found.Load(), job.progress.released.Load()
+	r.log.V(1).Info("Releasing the objects of a PublishedResource", "publishedresource", pr.Name, "found", found, "released", released)
+	if pr.DeletionTimestamp == nil {
+		// Deselected: its conditions are no longer this agent's to write.
+		return reconcile.Result{RequeueAfter: releaseProgressInterval}, nil
+	}
+	cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
+		"The PublishedResource is deleted; releasing its objects in kcp: %d released of the %d found so far.", released, found)
+	if err := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+		conditions.Apply(st, cond, pr.Generation)
+	}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: releaseProgressInterval}, nil
+}
+
 // releaseAll releases the objects of every kcp resource pr synced (see
-// release) and resets the release backoff once that worked.
-func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) error {
+// release), counting into progress, and resets the release backoff once
+// that worked.
+func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string, progress *releaseProgress) error {
 	grs := syncedResources(pr)
 	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
 		grs = append(grs, gr)
 	}
 	for _, gr := range grs {
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
 		if err != nil {
 			return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
 		}
@@ -714,6 +785,9 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	r.servedMu.Lock()
 	delete(r.conflictReleased, pr.UID)
 	r.servedMu.Unlock()
+	// It syncs: a release still running from when it did not (deselected,
+	// in SourceConflict) would take its objects' finalizers away.
+	r.releases.cancel(pr.Name)
 	// Never two controllers of one source kind, not even for a moment: the
 	// former owner's reconcile may come after this one.
 	for _, other := range others {

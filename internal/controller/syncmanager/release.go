@@ -78,6 +78,8 @@ type release struct {
 	fin finalizer.Of
 	// event records an Event on an object of an engaged workspace.
 	event func(cluster string, obj *unstructured.Unstructured)
+	// progress counts the objects found and released (nil: not counted).
+	progress *releaseProgress
 }
 
 // run releases the objects of gr; it returns how many were released.
@@ -141,6 +143,9 @@ func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupV
 			}
 			if ok {
 				released++
+				rel.progress.count(1, 1)
+			} else {
+				rel.progress.count(1, 0)
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
@@ -419,10 +424,11 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 	return nil
 }
 
-// newRelease prepares a release through the given endpoints.
-func (r *reconciler) newRelease(urls []string) *release {
+// newRelease prepares a release through the given endpoints, counting
+// into progress (nil: not counted).
+func (r *reconciler) newRelease(urls []string, progress *releaseProgress) *release {
 	return &release{urls: urls, clients: r.endpointClients, served: r.servedResource, resourceOf: r.resourceOfKind,
-		state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent}
+		state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
 }
 
 // releaseEarlier releases the objects of the kcp resources an earlier
@@ -436,7 +442,7 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		if gr == current {
 			continue
 		}
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
 			keep = append(keep, gr)
@@ -474,8 +480,14 @@ func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource
 }
 
 // releaseResource releases the objects of gr for the PublishedResource,
-// unless another one syncs gr.
-func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string) (int, error) {
+// unless another one syncs gr (never, in release-only mode).
+func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string, progress *releaseProgress) (int, error) {
+	if r.ReleaseOnly {
+		// Nothing of this agent syncs: no other PublishedResource needs
+		// the finalizers (two for one resource would each leave the
+		// objects to the other).
+		return r.newRelease(urls, progress).run(ctx, gr)
+	}
 	used, err := r.inUseElsewhere(ctx, gr, prName)
 	if err != nil || used {
 		if used {
@@ -483,5 +495,5 @@ func (r *reconciler) releaseResource(ctx context.Context, prName string, gr sche
 		}
 		return 0, err
 	}
-	return r.newRelease(urls).run(ctx, gr)
+	return r.newRelease(urls, progress).run(ctx, gr)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -189,10 +190,10 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 			}).Build()
 			h := newFleetHarness(t)
 			r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
-				client: c, kcpCache: c, fleet: h.fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
+				releases: startedReleases(t), client: c, kcpCache: c, fleet: h.fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
 				status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
 				warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
-			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: tc.pr.Name}})
+			res, err := reconcileReleased(t, r, tc.pr.Name)
 			if err != nil || !res.IsZero() {
 				t.Fatalf("got %+v, %v", res, err)
 			}
@@ -428,7 +429,7 @@ func TestReleaseOnlyLeavesAnotherSyncer(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(held, free).WithStatusSubresource(&syncagentv1alpha1.PublishedResource{}).Build()
 	events := record.NewFakeRecorder(10)
 	r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}, ReleaseOnly: true},
-		client: c, kcpCache: c, fleet: newFleetHarness(t).fleet, log: logr.Discard(), prEvents: events,
+		releases: startedReleases(t), client: c, kcpCache: c, fleet: newFleetHarness(t).fleet, log: logr.Discard(), prEvents: events,
 		status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
 		warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
 	ctx := context.Background()
@@ -442,7 +443,7 @@ func TestReleaseOnlyLeavesAnotherSyncer(t *testing.T) {
 	}
 	reconcileOnce := func(name string) {
 		t.Helper()
-		if res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}); err != nil || !res.IsZero() {
+		if res, err := reconcileReleased(t, r, name); err != nil || !res.IsZero() {
 			t.Fatalf("reconcile %s: %+v, %v", name, res, err)
 		}
 	}
@@ -478,5 +479,83 @@ func TestReleaseOnlyLeavesAnotherSyncer(t *testing.T) {
 		}
 	default:
 		t.Error("no Event says that another agent of the same name syncs it")
+	}
+}
+
+// TestReleaseRunsOffTheWorker: a deleted PublishedResource's release is in
+// flight (many objects, a slow shard). Its reconcile returns at once and
+// shows the progress in SyncReady (Releasing), another PublishedResource
+// is reconciled meanwhile on the same single worker, and once the release
+// ends the deleted one loses the agent's finalizer.
+func TestReleaseRunsOffTheWorker(t *testing.T) {
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ours := keys.ReleaseFinalizer("x")
+	now := metav1.Now()
+	deleted := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "deleted", Labels: map[string]string{"agent": "x"},
+		Finalizers: []string{ours}, DeletionTimestamp: &now}}
+	other := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "other", Labels: map[string]string{"agent": "x"}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(deleted, other).WithStatusSubresource(&syncagentv1alpha1.PublishedResource{}).Build()
+	releases := startedReleases(t)
+	r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
+		releases: releases, client: c, kcpCache: c, fleet: newFleetHarness(t).fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
+		status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
+		warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
+	ctx := context.Background()
+	// The release of "deleted" is under way: 2000 objects found, 700 released.
+	unblock := make(chan struct{})
+	if _, err := releases.start(ctx, "deleted", func(_ context.Context, p *releaseProgress) error {
+		p.count(2000, 700)
+		<-unblock
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *syncagentv1alpha1.PublishedResource {
+		t.Helper()
+		got := &syncagentv1alpha1.PublishedResource{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var res reconcile.Result
+	var err error
+	// Reconciles may find the job before its progress is counted.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if res, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "deleted"}}); err != nil {
+			t.Fatal(err)
+		}
+		if c := findSyncReady(get("deleted")); c != nil && strings.Contains(c.Message, "700 released of the 2000 found so far") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if res.RequeueAfter != releaseProgressInterval {
+		t.Errorf("a reconcile during the release: %+v, want a look again after %s", res, releaseProgressInterval)
+	}
+	cond := findSyncReady(get("deleted"))
+	if cond == nil || cond.Reason != syncagentv1alpha1.ReasonReleasing || !strings.Contains(cond.Message, "700 released of the 2000 found so far") {
+		t.Errorf("SyncReady during the release: %+v, want Releasing with its progress", cond)
+	}
+	if !slices.Contains(get("deleted").Finalizers, ours) {
+		t.Error("the release finalizer went before the release ended")
+	}
+	// The single worker is free for the others meanwhile.
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "other"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(get("other").Finalizers, ours) {
+		t.Error("the other PublishedResource was not reconciled during the release")
+	}
+	close(unblock)
+	if res, err := reconcileReleased(t, r, "deleted"); err != nil || !res.IsZero() {
+		t.Fatalf("after the release: %+v, %v", res, err)
+	}
+	// Its last finalizer gone, the deleted PublishedResource is removed.
+	if err := c.Get(ctx, types.NamespacedName{Name: "deleted"}, &syncagentv1alpha1.PublishedResource{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted PublishedResource after its release: %v, want it gone", err)
 	}
 }

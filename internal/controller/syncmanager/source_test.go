@@ -97,7 +97,7 @@ func TestSourceOwner(t *testing.T) {
 			c := b.Build()
 			h := newFleetHarness(t)
 			events := record.NewFakeRecorder(10)
-			r := &reconciler{Options: Options{Selector: labels.SelectorFromSet(labels.Set{"agent": "x"})},
+			r := &reconciler{Options: Options{Selector: labels.SelectorFromSet(labels.Set{"agent": "x"})}, releases: startedReleases(t),
 				client: c, fleet: h.fleet, log: logr.Discard(), prEvents: events,
 				releasing: map[string]int{}, notServed: map[string]int{}, conflictReleased: map[types.UID]bool{}}
 			for name, want := range tc.owner {

@@ -77,28 +77,16 @@ func (n *Namer) Name(ctx Context) (string, error) { return n.name.render(ctx) }
 // Namespace returns the local namespace (used for namespaced local types).
 func (n *Namer) Namespace(ctx Context) (string, error) { return n.namespace.render(ctx) }
 
-// NamespaceOfWorkspace reports whether the namespace pattern is, from its
-// text alone, a function of the workspace only that reads its name or
-// path (the default is): no two workspaces' copies share a namespace,
-// whatever their objects say. A legacy pattern counts if it names the
-// cluster; a namespace that merely contains the cluster name can be told
-// at run time instead (see related.Entry.CopyNamespaceShared).
-func (n *Namer) NamespaceOfWorkspace() bool {
-	if n.namespace.tpl == nil {
-		return false
-	}
-	return templating.ReadsOnlyWorkspace(n.namespace.tpl, "") && templating.MentionsWorkspace(n.namespace.tpl)
-}
-
-// NamespaceNamesWorkspace reports whether the namespace pattern reads the
-// workspace's name or path at all; one that does not puts the copies of
-// every workspace whose objects agree into one namespace.
-func (n *Namer) NamespaceNamesWorkspace() bool {
+// NamespaceEmbedsClusterName reports whether every namespace the pattern
+// gives contains the workspace's cluster name as it is (the default does):
+// then no other workspace's copies can be in it. A legacy pattern does if
+// it names the cluster.
+func (n *Namer) NamespaceEmbedsClusterName() bool {
 	if n.namespace.tpl == nil {
 		//nolint:staticcheck // the deprecated placeholder names the workspace.
 		return strings.Contains(n.namespace.legacy, syncagentv1alpha1.PlaceholderRemoteClusterName)
 	}
-	return templating.MentionsWorkspace(n.namespace.tpl)
+	return templating.EmbedsClusterName(n.namespace.tpl)
 }
 
 func (p pattern) render(ctx Context) (string, error) {

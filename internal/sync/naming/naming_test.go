@@ -91,28 +91,25 @@ func TestNewNamer_invalid(t *testing.T) {
 	}
 }
 
-func TestNamer_namespaceOfWorkspace(t *testing.T) {
-	testcases := []struct {
-		namespace         string
-		ofWorkspace, uses bool
-	}{
-		{namespace: "", ofWorkspace: true, uses: true}, // the default, {{ .ClusterName }}
-		{namespace: "{{ .ClusterName | sha3short }}-x", ofWorkspace: true, uses: true},
-		{namespace: "{{ .ClusterName }}-{{ .Object.metadata.namespace }}", ofWorkspace: false, uses: true},
-		{namespace: "{{ .Object.metadata.namespace }}", ofWorkspace: false, uses: false},
-		{namespace: "shared", ofWorkspace: false, uses: false},
-		{namespace: "$remoteClusterName", ofWorkspace: false, uses: true},
-	}
-	for _, tc := range testcases {
-		n, err := NewNamer(&syncagentv1alpha1.ResourceNaming{Namespace: tc.namespace})
+func TestNamer_namespaceEmbedsClusterName(t *testing.T) {
+	for namespace, want := range map[string]bool{
+		"": true, // the default, {{ .ClusterName }}
+		"{{ .ClusterName }}-{{ .Object.metadata.namespace }}": true,
+		"tenant-{{ $.ClusterName }}":                          true,
+		"{{ .ClusterName | sha3short }}":                      false,
+		"{{ .ClusterName | trunc 3 }}":                        false,
+		"{{ if .ClusterName }}{{ .ClusterName }}{{ end }}":    false,
+		"{{ .Object.metadata.namespace }}":                    false,
+		"shared":                                              false,
+		"$remoteClusterName-x":                                true,
+		"$remoteNamespace":                                    false,
+	} {
+		n, err := NewNamer(&syncagentv1alpha1.ResourceNaming{Namespace: namespace})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := n.NamespaceOfWorkspace(); got != tc.ofWorkspace {
-			t.Errorf("NamespaceOfWorkspace(%q) = %v, want %v", tc.namespace, got, tc.ofWorkspace)
-		}
-		if got := n.NamespaceNamesWorkspace(); got != tc.uses {
-			t.Errorf("NamespaceNamesWorkspace(%q) = %v, want %v", tc.namespace, got, tc.uses)
+		if got := n.NamespaceEmbedsClusterName(); got != want {
+			t.Errorf("NamespaceEmbedsClusterName(%q) = %v, want %v", namespace, got, want)
 		}
 	}
 }

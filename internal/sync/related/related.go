@@ -66,15 +66,6 @@ type Entry struct {
 	// from nothing the consumer controls (templating.ReadsOnlyWorkspace
 	// with .Side "service"): the owner chose that namespace.
 	serviceNamespaceFixed bool
-
-	// CopyNamespaceShared is set when the naming of local copies may put
-	// the copies of several workspaces into one namespace (it is not a
-	// function of the workspace alone, naming.Namer.NamespaceOfWorkspace).
-	// Service-origin objects are then read in the local copy's namespace
-	// only if it contains the workspace's cluster name or
-	// allowedNamespaces allow it: otherwise a consumer could name another
-	// tenant's object there.
-	CopyNamespaceShared bool
 }
 
 // OriginType and DestinationType return the type on each end of the copy.

@@ -237,15 +237,18 @@ func (e *NamespaceNotAllowedError) Error() string {
 // in namespace ns of the service cluster: a namespace the owner chose
 // (object.namespace in plain text, or rendered on the service side from
 // nothing the consumer controls), the local copy's namespace if it is the
-// workspace's own (writes: always), or an entry of allowedNamespaces
-// rendered for this workspace (never with the consumer's object). "" is a
-// cluster-scoped service-side type.
+// workspace's own, that is, it contains the workspace's cluster name
+// (kcp chooses cluster names, so no other workspace's copy namespace can
+// contain it unless that workspace's own data puts it there; kcp-origin
+// copies are written there whatever its name), or an entry of
+// allowedNamespaces rendered for this workspace (never with the
+// consumer's object). "" is a cluster-scoped service-side type.
 func (r *resolution) allowedOnService(ns string) error {
 	e := r.entry
 	if ns == "" || ns == e.staticNamespace || e.serviceNamespaceFixed {
 		return nil
 	}
-	if ns == r.primaries.Service.GetNamespace() && (e.Origin == SideKcp || !e.CopyNamespaceShared ||
+	if ns == r.primaries.Service.GetNamespace() && (e.Origin == SideKcp ||
 		r.primaries.ClusterName != "" && strings.Contains(ns, r.primaries.ClusterName)) {
 		return nil
 	}

@@ -140,11 +140,8 @@ func TestEntry_Resolve(t *testing.T) {
 		serviceObjects       []ctrlruntimeclient.Object
 		// allowed is spec.related[].allowedNamespaces.
 		allowed []string
-		// sharedCopies: the naming may put several workspaces' copies into
-		// one namespace (Entry.CopyNamespaceShared).
-		sharedCopies bool
-		want         []string
-		wantErr      string
+		want    []string
+		wantErr string
 	}{
 		// reference
 		{
@@ -480,16 +477,14 @@ func TestEntry_Resolve(t *testing.T) {
 			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
-			sharedCopies:   true,
 			wantErr:        `namespace "shared" of the service cluster is neither the workspace's own`,
 		},
 		{
-			name:           "shared copy naming, but this copy's namespace names the workspace (origin service)",
+			name:           "a copy namespace that contains the cluster name is the workspace's own (origin service)",
 			origin:         "service",
 			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("abc-default") }},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("abc-default", "local-config", nil)},
-			sharedCopies:   true,
 			want:           []string{"abc-default/local-config -> default/app-config"},
 		},
 		{
@@ -497,7 +492,6 @@ func TestEntry_Resolve(t *testing.T) {
 			origin:         "service",
 			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.missing")},
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
-			sharedCopies:   true,
 		},
 		{
 			name:   "shared copy namespace: a selector does not list there (origin service)",
@@ -506,7 +500,6 @@ func TestEntry_Resolve(t *testing.T) {
 				templateRewrite("{{ .Value }}"))},
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "other-tenant", map[string]string{"app": "x"})},
-			sharedCopies:   true,
 			wantErr:        `namespace "shared" of the service cluster is neither the workspace's own`,
 		},
 		{
@@ -516,7 +509,6 @@ func TestEntry_Resolve(t *testing.T) {
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("shared", "local-config", nil)},
 			allowed:        []string{"shared"},
-			sharedCopies:   true,
 			want:           []string{"shared/local-config -> default/app-config"},
 		},
 		{
@@ -525,7 +517,6 @@ func TestEntry_Resolve(t *testing.T) {
 			object:         syncagentv1alpha1.RelatedResourceObject{RelatedResourceObjectSpec: byReference("spec.configName")},
 			servicePrimary: []func(*unstructured.Unstructured){func(u *unstructured.Unstructured) { u.SetNamespace("shared") }},
 			kcpObjects:     []ctrlruntimeclient.Object{configMap("default", "app-config", nil)},
-			sharedCopies:   true,
 			want:           []string{"default/app-config -> shared/local-config"},
 		},
 		{
@@ -536,7 +527,6 @@ func TestEntry_Resolve(t *testing.T) {
 				Namespace:                 ptr(byTemplate(`{{ if eq .Side "kcp" }}{{ .Object.metadata.namespace }}{{ else }}credentials{{ end }}`)),
 			},
 			serviceObjects: []ctrlruntimeclient.Object{configMap("credentials", "local-config", nil)},
-			sharedCopies:   true,
 			want:           []string{"credentials/local-config -> default/app-config"},
 		},
 		{
@@ -686,7 +676,6 @@ func TestEntry_Resolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.CopyNamespaceShared = tc.sharedCopies
 			p := Primaries{Kcp: primary(SideKcp), Service: primary(SideService), ClusterName: "abc", ClusterPath: "root:org"}
 			for _, m := range tc.kcpPrimary {
 				m(p.Kcp)

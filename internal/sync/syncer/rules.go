@@ -50,7 +50,6 @@ func Compile(pr *syncagentv1alpha1.PublishedResource, types []related.Types) (Ru
 		if err != nil {
 			return r, fmt.Errorf("spec.related[%d]: %w", i, err)
 		}
-		e.CopyNamespaceShared = !r.Namer.NamespaceOfWorkspace()
 		r.Related = append(r.Related, e)
 	}
 	if f := pr.Spec.Filter; f != nil {

@@ -371,9 +371,8 @@ type RelatedResourceSpec struct {
 	// AllowedNamespaces lists the namespaces of the service cluster where
 	// this related object may be read or written although they are not
 	// the workspace's own. The workspace's own is the local copy's
-	// namespace when the naming of local copies depends on the workspace
-	// alone (the default) or the namespace contains the workspace's
-	// cluster name; a namespace object.namespace gives on the service side
+	// namespace when it contains the workspace's cluster name (as with the
+	// default naming); a namespace object.namespace gives on the service side
 	// from nothing the consumer controls (plain text, or a template that
 	// reads only .Side, .ClusterName and .ClusterPath there) is the
 	// owner's choice and counts as listed. Entries are Go templates that

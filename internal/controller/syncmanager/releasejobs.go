@@ -1,0 +1,162 @@
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// releaseWorkers bounds the releases that run at once: each patches
+// objects one at a time through the virtual workspace, so a few in
+// parallel keep kcp's load bounded while one slow release (many objects,
+// a slow shard) does not hold up the others.
+const releaseWorkers = 2
+
+// releaseProgressInterval: a running release's progress is reported this
+// often (its end reconciles the PublishedResource at once).
+const releaseProgressInterval = 5 * time.Second
+
+// releaseStartWait bounds how long a reconcile waits for the job runner
+// to be started by the manager before it gives up and tries again.
+const releaseStartWait = 10 * time.Second
+
+// errReleasesNotStarted: the manager has not started the job runner yet.
+var errReleasesNotStarted = errors.New("the release workers are not started yet")
+
+// releaseProgress counts a release's objects: found holding the agent's
+// finalizer, and released. Safe for concurrent use; a nil one counts
+// nothing.
+type releaseProgress struct {
+	found, released atomic.Int64
+}
+
+func (p *releaseProgress) count(found, released int) {
+	if p != nil {
+		p.found.Add(int64(found))
+		p.released.Add(int64(released))
+	}
+}
+
+// releaseJob is one PublishedResource's release in the background.
+type releaseJob struct {
+	progress releaseProgress
+	cancel   context.CancelFunc
+	// done is closed when the release returned; err is its result.
+	done chan struct{}
+	err  error
+}
+
+// finished reports whether the release returned.
+func (j *releaseJob) finished() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// releaseJobs runs the releases of PublishedResources (deleted,
+// deselected, in release-only mode) on workers of their own, so that the
+// syncmanager's single worker only starts them and looks at their
+// progress. A job goes: absent → running (start; it waits for one of
+// releaseWorkers slots first) → finished (its PublishedResource is
+// reconciled: notify) → absent (finishedJob, which hands out the result). A
+// PublishedResource that syncs again cancels its job (cancel). No lock is
+// held while a release runs.
+type releaseJobs struct {
+	mu   sync.Mutex
+	jobs map[string]*releaseJob
+	// ctx is the manager's (set by Start): jobs end when the agent stops
+	// or loses the lead.
+	ctx     context.Context
+	started chan struct{}
+	slots   chan struct{}
+	// notify reconciles a PublishedResource once its release finished.
+	notify func(prName string)
+}
+
+func newReleaseJobs(workers int, notify func(prName string)) *releaseJobs {
+	return &releaseJobs{jobs: map[string]*releaseJob{}, started: make(chan struct{}), slots: make(chan struct{}, workers), notify: notify}
+}
+
+// Start makes the runner accept jobs until ctx ends (a leader-only
+// runnable of the manager).
+func (j *releaseJobs) Start(ctx context.Context) error {
+	j.mu.Lock()
+	j.ctx = ctx
+	j.mu.Unlock()
+	close(j.started)
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection: releases run on the leader only.
+func (j *releaseJobs) NeedLeaderElection() bool { return true }
+
+// start returns prName's job, starting fn for it if none runs or waits to
+// be taken. fn gets the job's context and progress.
+func (j *releaseJobs) start(ctx context.Context, prName string, fn func(context.Context, *releaseProgress) error) (*releaseJob, error) {
+	select {
+	case <-j.started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(releaseStartWait):
+		return nil, errReleasesNotStarted
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if job, ok := j.jobs[prName]; ok {
+		return job, nil
+	}
+	jobCtx, cancel := context.WithCancel(j.ctx)
+	job := &releaseJob{cancel: cancel, done: make(chan struct{})}
+	j.jobs[prName] = job
+	go j.run(jobCtx, prName, job, fn)
+	return job, nil
+}
+
+func (j *releaseJobs) run(ctx context.Context, prName string, job *releaseJob, fn func(context.Context, *releaseProgress) error) {
+	defer job.cancel()
+	select {
+	case j.slots <- struct{}{}:
+		// A slot and the end can come at once: the end wins.
+		if job.err = ctx.Err(); job.err == nil {
+			job.err = fn(ctx, &job.progress)
+		}
+		<-j.slots
+	case <-ctx.Done():
+		job.err = ctx.Err()
+	}
+	close(job.done)
+	if j.notify != nil {
+		j.notify(prName)
+	}
+}
+
+// finishedJob forgets prName's finished job and returns it (its err and
+// progress are final); nil if no finished job is there.
+func (j *releaseJobs) finishedJob(prName string) *releaseJob {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	job, found := j.jobs[prName]
+	if !found || !job.finished() {
+		return nil
+	}
+	delete(j.jobs, prName)
+	return job
+}
+
+// cancel stops prName's job, if any, and forgets it: its PublishedResource
+// syncs again.
+func (j *releaseJobs) cancel(prName string) {
+	j.mu.Lock()
+	job, ok := j.jobs[prName]
+	delete(j.jobs, prName)
+	j.mu.Unlock()
+	if ok {
+		job.cancel()
+	}
+}
