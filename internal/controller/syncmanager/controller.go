@@ -578,7 +578,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
 	if _, err := r.releases.start(ctx, prName, func(ctx context.Context, p *releaseProgress) error {
-		_, err := r.releaseResource(ctx, prName, gr, urls, p)
+		_, err := r.releaseResource(ctx, prName, gr, urls, nil, p)
 		return err
 	}); err != nil {
 		r.logStoppedRelease(ctx, prName, 0, err)
@@ -709,7 +709,7 @@ func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.Publi
 		grs = append(grs, gr)
 	}
 	for _, gr := range grs {
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, kcpSourceResources(pr), progress)
 		if err != nil {
 			return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
 		}

@@ -80,6 +80,12 @@ type release struct {
 	event func(cluster string, obj *unstructured.Unstructured)
 	// progress counts the objects found and released (nil: not counted).
 	progress *releaseProgress
+	// sources are the kcp-side resources of the PublishedResource's
+	// kcp-origin related entries: objects of them that carry the agent's
+	// own finalizer but that no record names (their first copy was never
+	// written) are released too. Nil for a release whose
+	// PublishedResource syncs on.
+	sources []schema.GroupVersionResource
 }
 
 // run releases the objects of gr; it returns how many were released.
@@ -108,7 +114,68 @@ func (rel *release) run(ctx context.Context, gr schema.GroupResource) (int, erro
 			errs = append(errs, err)
 		}
 	}
+	for _, gvr := range rel.sources {
+		for _, url := range rel.urls {
+			n, err := rel.releaseUnrecorded(ctx, url, gvr)
+			released += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+			}
+		}
+	}
 	return released, errors.Join(errs...)
+}
+
+// releaseUnrecorded removes the agent's own finalizer from the objects of
+// a kcp-origin related resource on one endpoint that no record of the
+// agent names: a source gets the finalizer before its first copy, so one
+// whose copy was never written (refused by the service cluster, its
+// namespace not creatable) has no record, and nothing else would release
+// it. The legacy finalizer is left: without a record it may be another
+// agent's. A resource the endpoint does not serve has nothing to release.
+func (rel *release) releaseUnrecorded(ctx context.Context, url string, gvr schema.GroupVersionResource) (int, error) {
+	all, err := rel.clients(url, "*")
+	if err != nil {
+		return 0, err
+	}
+	released := 0
+	opts := metav1.ListOptions{Limit: releaseListPage}
+	for {
+		list, err := all.Resource(gvr).List(ctx, opts)
+		if apierrors.IsNotFound(err) {
+			return released, nil
+		}
+		if err != nil {
+			return released, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err)
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if !rel.fin.Owns(obj) {
+				continue
+			}
+			ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			records, err := rel.state.RecordsOfSource(ctx, logicalcluster.From(obj).String(), ref)
+			if err != nil {
+				return released, err
+			}
+			if len(records) > 0 {
+				continue // released with its records, or held by another primary
+			}
+			ok, err := rel.releaseObject(ctx, url, gvr, obj, false)
+			if err != nil {
+				return released, err
+			}
+			n := 0
+			if ok {
+				n = 1
+			}
+			released += n
+			rel.progress.count(1, n)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return released, nil
+		}
+	}
 }
 
 // releaseOn removes our finalizer from the objects of gvr on one endpoint.
@@ -442,7 +509,8 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		if gr == current {
 			continue
 		}
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil)
+		// The PublishedResource syncs on (another kind): its sources stay.
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil, nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
 			keep = append(keep, gr)
@@ -481,12 +549,15 @@ func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource
 
 // releaseResource releases the objects of gr for the PublishedResource,
 // unless another one syncs gr (never, in release-only mode).
-func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string, progress *releaseProgress) (int, error) {
+func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string,
+	sources []schema.GroupVersionResource, progress *releaseProgress) (int, error) {
+	rel := r.newRelease(urls, progress)
+	rel.sources = sources
 	if r.ReleaseOnly {
 		// Nothing of this agent syncs: no other PublishedResource needs
 		// the finalizers (two for one resource would each leave the
 		// objects to the other).
-		return r.newRelease(urls, progress).run(ctx, gr)
+		return rel.run(ctx, gr)
 	}
 	used, err := r.inUseElsewhere(ctx, gr, prName)
 	if err != nil || used {
@@ -495,5 +566,21 @@ func (r *reconciler) releaseResource(ctx context.Context, prName string, gr sche
 		}
 		return 0, err
 	}
-	return r.newRelease(urls, progress).run(ctx, gr)
+	return rel.run(ctx, gr)
+}
+
+// kcpSourceResources returns the kcp-side resources of pr's kcp-origin
+// related entries.
+func kcpSourceResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for i := range pr.Spec.Related {
+		e := &pr.Spec.Related[i]
+		if e.Origin != syncagentv1alpha1.RelatedResourceOriginKcp {
+			continue
+		}
+		if gvr, _ := related.GVRs(e); gvr.Resource != "" && gvr.Version != "" && !slices.Contains(out, gvr) {
+			out = append(out, gvr)
+		}
+	}
+	return out
 }

@@ -559,3 +559,58 @@ func TestReleaseRunsOffTheWorker(t *testing.T) {
 		t.Errorf("the deleted PublishedResource after its release: %v, want it gone", err)
 	}
 }
+
+// TestReleaseUnrecordedSources: a kcp-origin source gets the agent's
+// finalizer before its first copy; one whose copy was never written has no
+// record. The release of its PublishedResource removes the agent's own
+// finalizer from such sources, and leaves those a record of another
+// primary still names, the legacy finalizer (without a record it may be
+// another agent's) and other agents' finalizers.
+func TestReleaseUnrecordedSources(t *testing.T) {
+	ctx := context.Background()
+	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	own, theirs := finalizer.For("agent").Own, finalizer.For("another-agent").Own
+	source := func(name string, finalizers ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(cmGVR.GroupVersion().WithKind("ConfigMap"))
+		u.SetNamespace("default")
+		u.SetName(name)
+		u.SetResourceVersion("1")
+		u.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
+		u.SetFinalizers(finalizers)
+		return u
+	}
+	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
+		source("unrecorded", own), source("held", own), source("legacy", keys.CleanupFinalizer), source("theirs", theirs, own))
+	store := newStateStore()
+	held := state.Related{
+		Primary: state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "g"}, APIVersion: "kcp.example.com/v1", Kind: "Gadget"},
+		RelatedRecord: state.RelatedRecord{Identifier: "config", OriginSide: "kcp", Finalizer: own,
+			Origin:      state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "default", Name: "held"},
+			Destination: state.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ws1", Name: "held"}},
+	}
+	if err := store.PutRelated(ctx, held, map[string]any{"data": map[string]any{"k": "v"}}); err != nil {
+		t.Fatal(err)
+	}
+	rel := &release{
+		urls:    []string{"https://shard"},
+		clients: func(string, string) (dynamic.Interface, error) { return c, nil },
+		state:   store,
+		fin:     finalizer.For("agent"),
+		sources: []schema.GroupVersionResource{cmGVR},
+	}
+	n, err := rel.releaseUnrecorded(ctx, "https://shard", cmGVR)
+	if err != nil || n != 2 {
+		t.Fatalf("released %d, %v; want 2 (the unrecorded source, and our finalizer next to another agent's)", n, err)
+	}
+	want := map[string][]string{"unrecorded": nil, "held": {own}, "legacy": {keys.CleanupFinalizer}, "theirs": {theirs}}
+	for name, finalizers := range want {
+		got, err := c.Resource(cmGVR).Namespace("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.GetFinalizers(), finalizers) {
+			t.Errorf("%s: finalizers %v, want %v", name, got.GetFinalizers(), finalizers)
+		}
+	}
+}
