@@ -24,7 +24,8 @@ import (
 // a consumer picks the namespace. A consumer can then not have the agent
 // read a Secret there that it did not create: neither one in a namespace
 // another workspace's copies share ("default"), nor one in a namespace it
-// names by creating a kcp namespace of that name ("kube-system"); both are
+// names by putting its object into the kcp namespace of that name
+// ("kube-system"); both are
 // refused with an Event and nothing is copied. Namespaces the owner fixed on
 // the service side (a template that reads only .Side there) need no
 // allow-list: a Secret is read from one ("credentials") and a consumer's
@@ -67,7 +68,10 @@ func TestRelatedNamespaceRule(t *testing.T) {
 		Data: map[string][]byte{"token": []byte("theirs")}}), "create another tenant's Secret")
 	framework.Must(t, svc.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cluster-admin"},
 		Data: map[string][]byte{"token": []byte("root")}}), "create a kube-system Secret")
-	framework.Must(t, attacker.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}), "create kube-system in kcp")
+	// kcp workspaces have a kube-system namespace of their own.
+	if err := attacker.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-system"}}); !apierrors.IsAlreadyExists(err) {
+		framework.Must(t, err, "create kube-system in kcp")
+	}
 	framework.Must(t, attacker.Client.Create(ctx, newObject(kcpThing, "default", "steal", map[string]any{"secretName": "other-tenant"})), "create a Thing")
 	framework.Must(t, attacker.Client.Create(ctx, newObject(kcpThing, "kube-system", "steal", map[string]any{"secretName": "cluster-admin"})), "create a Thing")
 	for _, ns := range []string{"default", "kube-system"} {

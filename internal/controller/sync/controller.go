@@ -322,7 +322,6 @@ func New(opts Options) (*Controller, error) {
 		pr:              pr,
 		remoteGVK:       opts.RemoteGVK,
 		deletionOnly:    opts.DeletionOnly,
-		holdsSources:    slices.ContainsFunc(entries, func(e *related.Entry) bool { return e.Origin == related.SideKcp }),
 		resourceFilter:  rules.ResourceFilter,
 		namespaceFilter: rules.NamespaceFilter,
 		log:             log,
@@ -417,13 +416,10 @@ func localToRemote(_ context.Context, obj *unstructured.Unstructured) []mcreconc
 }
 
 type reconciler struct {
-	workspaces   *hub
-	pr           *syncagentv1alpha1.PublishedResource
-	remoteGVK    schema.GroupVersionKind
-	deletionOnly bool
-	// holdsSources: an entry of spec.related has its origin in kcp, so
-	// the primaries' passes put the agent's finalizer on kcp sources.
-	holdsSources    bool
+	workspaces      *hub
+	pr              *syncagentv1alpha1.PublishedResource
+	remoteGVK       schema.GroupVersionKind
+	deletionOnly    bool
 	resourceFilter  labels.Selector
 	namespaceFilter labels.Selector
 	syncer          *syncer.Syncer
@@ -680,10 +676,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 			}
 			synced = matches
 		}
-		if !synced && !r.holdsSources {
-			r.waited(req, false)
-			return reconcile.Result{}, nil
-		}
+
 	}
 
 	recorder := r.kcpRecorder(req.ClusterName, cl)

@@ -18,7 +18,10 @@ import (
 // kcp-origin related sources its records name and that are being deleted
 // are released as in a synced pass (releaseSource: the copy, the record,
 // then the finalizer), so that a consumer deleting a source is never held
-// up by the state of the primary that uses it. Nothing else is written.
+// up by the state of the primary that uses it. Records of entries removed
+// from the PublishedResource are forgotten as a synced pass prunes them:
+// the source is released, its copy stays unless the source is being
+// deleted. Nothing else is written.
 //
 // Sources with the finalizer but no record (a pass that ended between the
 // finalizer and the first copy) are released by the primary's next synced
@@ -32,23 +35,25 @@ func (s *Syncer) ReleaseDeletedSources(ctx context.Context, ws Workspace, obj *u
 		return res, err
 	}
 	for _, st := range stored {
-		e := s.relatedEntry(st.Identifier)
-		if st.OriginSide != string(related.SideKcp) || st.Origin.Name == "" || e == nil || e.Origin != related.SideKcp {
-			// An entry removed from the PublishedResource: its records go
-			// with the primary's next synced pass or its release.
+		if st.OriginSide != string(related.SideKcp) || st.Origin.Name == "" {
 			continue
 		}
 		origin := st.Origin.Unstructured()
 		if err := ws.Client.Get(ctx, types.NamespacedName{Namespace: st.Origin.Namespace, Name: st.Origin.Name}, origin); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+			if !apierrors.IsNotFound(err) {
+				return res, fmt.Errorf("failed to get related source %s: %w", st.Origin.Name, err)
 			}
-			return res, fmt.Errorf("failed to get related source %s: %w", st.Origin.Name, err)
+			origin = nil
 		}
-		if origin.GetDeletionTimestamp() == nil {
-			continue
+		deleting := origin != nil && origin.GetDeletionTimestamp() != nil
+		var r Result
+		switch e := s.relatedEntry(st.Identifier); {
+		case e == nil || e.Origin != related.SideKcp:
+			// The entry is gone from the PublishedResource.
+			r, err = s.forgetRelated(ctx, ws, p, obj, st, deleting)
+		case deleting:
+			r, err = s.releaseSource(ctx, ws, e, state.Related{Primary: p, RelatedRecord: st.RelatedRecord}, origin)
 		}
-		r, err := s.releaseSource(ctx, ws, e, state.Related{Primary: p, RelatedRecord: st.RelatedRecord}, origin)
 		res.add(r)
 		if err != nil {
 			return res, err

@@ -43,3 +43,26 @@ func TestSyncer_deletedSourceOfAnUnsyncedPrimaryIsReleased(t *testing.T) {
 		t.Errorf("the primary's finalizers: %v, want only %s", f, ownFinalizer)
 	}
 }
+
+// TestSyncer_removedEntryOfAnUnsyncedPrimaryIsForgotten: the related entry
+// is removed from the PublishedResource while the primary is not synced:
+// its pass forgets the entry's records as a synced pass prunes them (the
+// source loses the finalizer, its copy stays), so a later deletion of the
+// source is not held up.
+func TestSyncer_removedEntryOfAnUnsyncedPrimaryIsForgotten(t *testing.T) {
+	e := syncedWithSource(t)
+	ctx := t.Context()
+	e.syncer.Related = nil
+	if _, err := e.syncer.ReleaseDeletedSources(ctx, Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the source of the removed entry keeps finalizers %v", f)
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("records of the removed entry left: %v", names)
+	}
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: cluster, Name: "app-config"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the copy of a source that is not deleted: %v, want it kept", err)
+	}
+}
