@@ -260,6 +260,8 @@ func TestProjectionChangeReleasesOldObjects(t *testing.T) {
 	kcpc, svc := ws[0].Client, f.Service.Client
 	framework.Must(t, kcpc.Create(ctx, newObject(kcpThing, "default", "old", map[string]any{"color": "x"})), "create Thing")
 	waitOnlyCopy(t, svc, ws[0].ClusterName)
+	framework.Must(t, kcpc.Create(ctx, newObject(kcpThing, "default", "kept", map[string]any{"color": "keep-me"})), "create Thing")
+	waitCopies(t, f, ws[0].ClusterName, 2)
 
 	updatePR(t, f, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Projection.Group = "kcp2.example.com"
@@ -293,6 +295,35 @@ func TestProjectionChangeReleasesOldObjects(t *testing.T) {
 		return false, err
 	})
 	agent.NoErrors(t)
+
+	// A Thing of the new kind with the name of an old one that still
+	// exists: the old copy, which records its kind, is neither taken over
+	// (its name is taken: ObjectConflict) nor deleted with the new Thing.
+	keptCopy := func() *unstructured.Unstructured {
+		t.Helper()
+		items, err := localCopies(ctx, svc, ws[0].ClusterName)
+		framework.Must(t, err, "list the local copies")
+		for i := range items {
+			if items[i].GetAnnotations()["syncagent.kcp.io/remote-object-name"] == "kept" {
+				return &items[i]
+			}
+		}
+		t.Fatal("the old kept Thing's copy is gone")
+		return nil
+	}
+	if kind := keptCopy().GetAnnotations()["syncagent.kcp.io/remote-object-kind"]; kind != "Thing.kcp.example.com" {
+		t.Errorf("the old copy records kind %q, want Thing.kcp.example.com", kind)
+	}
+	framework.Must(t, kcpc.Create(ctx, newObject(newThing, "default", "kept", map[string]any{"color": "overwrite"})), "create a new Thing named kept")
+	framework.WaitFor(t, syncTimeout, "ObjectConflict on the new kept Thing", func(ctx context.Context) (bool, error) {
+		return namespacedEventReasons(ctx, ws[0], "default", "kept")["ObjectConflict"], nil
+	})
+	newKept := newObject(newThing, "default", "kept", nil)
+	framework.Must(t, kcpc.Delete(ctx, newKept), "delete the new kept Thing")
+	waitGone(t, kcpc, newKept, "the new kept Thing")
+	if color, _, _ := unstructured.NestedString(keptCopy().Object, "spec", "color"); color != "keep-me" {
+		t.Errorf("the old kept Thing's copy has color %q, want keep-me", color)
+	}
 }
 
 // TestControllerRestartsLeaveNoGoroutines restarts a PublishedResource's
