@@ -74,8 +74,9 @@ func MentionsWorkspace(tpl *template.Template) bool {
 
 // EmbedsClusterName reports whether every output of the template contains
 // the workspace's cluster name as it is: an action `{{ .ClusterName }}`
-// (or `{{ $.ClusterName }}`) stands at the top level, outside any
-// condition or loop, with no function applied.
+// stands at the top level, outside any condition or loop, with no function
+// applied (at the top level the dot is always the data; $ can be
+// reassigned).
 func EmbedsClusterName(tpl *template.Template) bool {
 	if tpl == nil || tpl.Tree == nil {
 		return false
@@ -85,13 +86,8 @@ func EmbedsClusterName(tpl *template.Template) bool {
 		if !ok || len(a.Pipe.Decl) > 0 || len(a.Pipe.Cmds) != 1 || len(a.Pipe.Cmds[0].Args) != 1 {
 			return false
 		}
-		switch f := a.Pipe.Cmds[0].Args[0].(type) {
-		case *parse.FieldNode:
-			return slices.Equal(f.Ident, []string{"ClusterName"})
-		case *parse.VariableNode:
-			return slices.Equal(f.Ident, []string{"$", "ClusterName"})
-		}
-		return false
+		f, ok := a.Pipe.Cmds[0].Args[0].(*parse.FieldNode)
+		return ok && slices.Equal(f.Ident, []string{"ClusterName"})
 	})
 }
 

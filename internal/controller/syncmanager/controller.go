@@ -437,7 +437,7 @@ func syncEnabled(pr *syncagentv1alpha1.PublishedResource) bool {
 // deletions would otherwise hang.
 func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, owner string, urls []string) (metav1.Condition, reconcile.Result, error) {
 	r.fleet.Stop(pr.Name)
-	msg := fmt.Sprintf("Not synced: PublishedResource %s publishes the same source kind %s and takes precedence (enabled, then older), and local copies do not record their kcp kind, so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
+	msg := fmt.Sprintf("Not synced: PublishedResource %s publishes the same source kind %s and takes precedence (enabled, then older), and local copies are found by workspace, namespace and name (older ones record no kcp kind), so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
 	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
 		r.prEvents.Event(pr, corev1.EventTypeWarning, syncagentv1alpha1.ReasonSourceConflict, msg)
 	}
@@ -578,7 +578,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
 	if _, err := r.releases.start(ctx, prName, func(ctx context.Context, p *releaseProgress) error {
-		_, err := r.releaseResource(ctx, prName, gr, urls, nil, p)
+		_, err := r.releaseResource(ctx, prName, gr, urls, p)
 		return err
 	}); err != nil {
 		r.logStoppedRelease(ctx, prName, 0, err)
@@ -709,11 +709,14 @@ func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.Publi
 		grs = append(grs, gr)
 	}
 	for _, gr := range grs {
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, kcpSourceResources(pr), progress)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
 		if err != nil {
 			return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
 		}
 		r.log.Info("Released the objects of a PublishedResource that no longer syncs", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
+	}
+	if err := r.releaseUnrecordedSources(ctx, pr, urls, progress); err != nil {
+		return fmt.Errorf("releasing related sources no record names: %w", err)
 	}
 	r.servedMu.Lock()
 	delete(r.releasing, pr.Name)

@@ -80,12 +80,6 @@ type release struct {
 	event func(cluster string, obj *unstructured.Unstructured)
 	// progress counts the objects found and released (nil: not counted).
 	progress *releaseProgress
-	// sources are the kcp-side resources of the PublishedResource's
-	// kcp-origin related entries: objects of them that carry the agent's
-	// own finalizer but that no record names (their first copy was never
-	// written) are released too. Nil for a release whose
-	// PublishedResource syncs on.
-	sources []schema.GroupVersionResource
 }
 
 // run releases the objects of gr; it returns how many were released.
@@ -112,15 +106,6 @@ func (rel *release) run(ctx context.Context, gr schema.GroupResource) (int, erro
 	if len(kinds) > 0 {
 		if err := rel.releaseRelated(ctx, kinds[0].GroupKind()); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	for _, gvr := range rel.sources {
-		for _, url := range rel.urls {
-			n, err := rel.releaseUnrecorded(ctx, url, gvr)
-			released += n
-			if err != nil {
-				errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
-			}
 		}
 	}
 	return released, errors.Join(errs...)
@@ -154,7 +139,12 @@ func (rel *release) releaseUnrecorded(ctx context.Context, url string, gvr schem
 				continue
 			}
 			ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-			records, err := rel.state.RecordsOfSource(ctx, logicalcluster.From(obj).String(), ref)
+			cluster := logicalcluster.From(obj).String()
+			records, err := rel.state.RecordsOfSource(ctx, cluster, ref)
+			if err == nil && len(records) == 0 {
+				// A record written a moment ago may not be cached yet.
+				records, err = rel.state.RecordsOfSourceLive(ctx, cluster, ref)
+			}
 			if err != nil {
 				return released, err
 			}
@@ -509,8 +499,7 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		if gr == current {
 			continue
 		}
-		// The PublishedResource syncs on (another kind): its sources stay.
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil, nil)
+		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
 			keep = append(keep, gr)
@@ -549,10 +538,8 @@ func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource
 
 // releaseResource releases the objects of gr for the PublishedResource,
 // unless another one syncs gr (never, in release-only mode).
-func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string,
-	sources []schema.GroupVersionResource, progress *releaseProgress) (int, error) {
+func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string, progress *releaseProgress) (int, error) {
 	rel := r.newRelease(urls, progress)
-	rel.sources = sources
 	if r.ReleaseOnly {
 		// Nothing of this agent syncs: no other PublishedResource needs
 		// the finalizers (two for one resource would each leave the
@@ -567,6 +554,56 @@ func (r *reconciler) releaseResource(ctx context.Context, prName string, gr sche
 		return 0, err
 	}
 	return rel.run(ctx, gr)
+}
+
+// releaseUnrecordedSources releases, on every endpoint, the objects of
+// pr's kcp-origin related resources that carry the agent's own finalizer
+// and that no record names (release.releaseUnrecorded). A resource that
+// another selected PublishedResource syncs or reads as a kcp-origin
+// source is left (its passes may be between the finalizer and the record;
+// outside release-only mode).
+func (r *reconciler) releaseUnrecordedSources(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string, progress *releaseProgress) error {
+	rel := r.newRelease(urls, progress)
+	var errs []error
+	for _, gvr := range kcpSourceResources(pr) {
+		if !r.ReleaseOnly {
+			used, err := r.sourceInUseElsewhere(ctx, gvr.GroupResource(), pr.Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if used {
+				continue
+			}
+		}
+		for _, url := range urls {
+			if _, err := rel.releaseUnrecorded(ctx, url, gvr); err != nil {
+				errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sourceInUseElsewhere reports whether another selected PublishedResource
+// syncs gr or reads it as a kcp-origin related resource.
+func (r *reconciler) sourceInUseElsewhere(ctx context.Context, gr schema.GroupResource, prName string) (bool, error) {
+	if used, err := r.inUseElsewhere(ctx, gr, prName); err != nil || used {
+		return used, err
+	}
+	prs, err := selection.List(ctx, r.client, r.Selector)
+	if err != nil {
+		return false, err
+	}
+	for i := range prs {
+		if prs[i].Name == prName {
+			continue
+		}
+		if slices.ContainsFunc(kcpSourceResources(&prs[i]), func(g schema.GroupVersionResource) bool { return g.GroupResource() == gr }) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // kcpSourceResources returns the kcp-side resources of pr's kcp-origin

@@ -597,7 +597,6 @@ func TestReleaseUnrecordedSources(t *testing.T) {
 		clients: func(string, string) (dynamic.Interface, error) { return c, nil },
 		state:   store,
 		fin:     finalizer.For("agent"),
-		sources: []schema.GroupVersionResource{cmGVR},
 	}
 	n, err := rel.releaseUnrecorded(ctx, "https://shard", cmGVR)
 	if err != nil || n != 2 {
@@ -612,5 +611,34 @@ func TestReleaseUnrecordedSources(t *testing.T) {
 		if !slices.Equal(got.GetFinalizers(), finalizers) {
 			t.Errorf("%s: finalizers %v, want %v", name, got.GetFinalizers(), finalizers)
 		}
+	}
+}
+
+// TestSourceInUseElsewhere: the sources of a released PublishedResource
+// that no record names are left alone while another selected
+// PublishedResource reads the same resource as a kcp-origin source (its
+// passes may be between the finalizer and the record) or syncs it.
+func TestSourceInUseElsewhere(t *testing.T) {
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	secrets := syncagentv1alpha1.RelatedResourceSpec{Identifier: "creds", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Version: "v1", Resource: "secrets"}
+	released := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "released", Labels: map[string]string{"agent": "x"}},
+		Spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{secrets}}}
+	reader := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "reader", Labels: map[string]string{"agent": "x"}},
+		Spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{secrets}}}
+	unselected := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "unselected", Labels: map[string]string{"agent": "y"}},
+		Spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{Identifier: "cm", Origin: syncagentv1alpha1.RelatedResourceOriginKcp, Version: "v1", Resource: "configmaps"}}}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(released, reader, unselected).Build()
+	r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"})}, client: c}
+	for gr, want := range map[schema.GroupResource]bool{{Resource: "secrets"}: true, {Resource: "configmaps"}: false} {
+		got, err := r.sourceInUseElsewhere(context.Background(), gr, "released")
+		if err != nil || got != want {
+			t.Errorf("sourceInUseElsewhere(%s) = %v, %v; want %v", gr, got, err, want)
+		}
+	}
+	if got := kcpSourceResources(released); len(got) != 1 || got[0] != (schema.GroupVersionResource{Version: "v1", Resource: "secrets"}) {
+		t.Errorf("kcpSourceResources = %v, want v1 secrets", got)
 	}
 }

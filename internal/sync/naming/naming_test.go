@@ -95,7 +95,8 @@ func TestNamer_namespaceEmbedsClusterName(t *testing.T) {
 	for namespace, want := range map[string]bool{
 		"": true, // the default, {{ .ClusterName }}
 		"{{ .ClusterName }}-{{ .Object.metadata.namespace }}": true,
-		"tenant-{{ $.ClusterName }}":                          true,
+		"tenant-{{ $.ClusterName }}":                          false, // $ can be reassigned
+		"{{ $ = .Object.spec }}{{ $.ClusterName }}":           false,
 		"{{ .ClusterName | sha3short }}":                      false,
 		"{{ .ClusterName | trunc 3 }}":                        false,
 		"{{ if .ClusterName }}{{ .ClusterName }}{{ end }}":    false,

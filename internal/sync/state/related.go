@@ -557,12 +557,27 @@ func (s *Store) RecordsOfSource(ctx context.Context, cluster string, ref ObjectR
 		ctrlruntimeclient.MatchingFields{RelatedObjectIndex: key}); err != nil {
 		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
 	}
+	return s.recordsOfSource(list.Items, key), nil
+}
+
+// RecordsOfSourceLive is RecordsOfSource read from the API server (every
+// related state Secret of the namespace): for a decision that cannot be
+// undone, such as releasing a source no cached record names.
+func (s *Store) RecordsOfSourceLive(ctx context.Context, cluster string, ref ObjectRef) ([]StoredRelated, error) {
+	var list corev1.SecretList
+	if err := s.live().List(ctx, &list, ctrlruntimeclient.InNamespace(s.Namespace), ctrlruntimeclient.HasLabels{keys.RelatedIdentifier}); err != nil {
+		return nil, fmt.Errorf("failed to list related state Secrets: %w", err)
+	}
+	return s.recordsOfSource(list.Items, RelatedObjectKey(cluster, sideKcp, ref)), nil
+}
+
+func (s *Store) recordsOfSource(secrets []corev1.Secret, key string) []StoredRelated {
 	var out []StoredRelated
-	for i := range list.Items {
-		st, ok := storedRelated(&list.Items[i])
+	for i := range secrets {
+		st, ok := storedRelated(&secrets[i])
 		if ok && st.OriginSide == sideKcp && st.OriginKey() == key && (st.Agent == "" || st.Agent == s.AgentName) {
 			out = append(out, st)
 		}
 	}
-	return out, nil
+	return out
 }

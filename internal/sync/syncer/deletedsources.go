@@ -2,9 +2,9 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -34,30 +34,60 @@ func (s *Syncer) ReleaseDeletedSources(ctx context.Context, ws Workspace, obj *u
 	if err != nil {
 		return res, err
 	}
+	// Sources of current entries first: a record of a removed entry whose
+	// type is no longer served must not hold up a consumer's deletion.
+	var removed []state.StoredRelated
 	for _, st := range stored {
 		if st.OriginSide != string(related.SideKcp) || st.Origin.Name == "" {
 			continue
 		}
-		origin := st.Origin.Unstructured()
-		if err := ws.Client.Get(ctx, types.NamespacedName{Namespace: st.Origin.Namespace, Name: st.Origin.Name}, origin); err != nil {
-			if !apierrors.IsNotFound(err) {
-				return res, fmt.Errorf("failed to get related source %s: %w", st.Origin.Name, err)
-			}
-			origin = nil
+		e := s.relatedEntry(st.Identifier)
+		if e == nil || e.Origin != related.SideKcp {
+			removed = append(removed, st)
+			continue
 		}
-		deleting := origin != nil && origin.GetDeletionTimestamp() != nil
-		var r Result
-		switch e := s.relatedEntry(st.Identifier); {
-		case e == nil || e.Origin != related.SideKcp:
-			// The entry is gone from the PublishedResource.
-			r, err = s.forgetRelated(ctx, ws, p, obj, st, deleting)
-		case deleting:
-			r, err = s.releaseSource(ctx, ws, e, state.Related{Primary: p, RelatedRecord: st.RelatedRecord}, origin)
+		origin, err := s.readSource(ctx, ws, st)
+		if err != nil {
+			return res, err
 		}
+		if origin == nil || origin.GetDeletionTimestamp() == nil {
+			continue
+		}
+		r, err := s.releaseSource(ctx, ws, e, state.Related{Primary: p, RelatedRecord: st.RelatedRecord}, origin)
 		res.add(r)
 		if err != nil {
 			return res, err
 		}
 	}
-	return res, nil
+	var errs []error
+	for _, st := range removed {
+		origin, err := s.readSource(ctx, ws, st)
+		if err != nil {
+			// Its type may no longer be served: the record stays (the
+			// PublishedResource's release takes it), the others go on.
+			errs = append(errs, err)
+			continue
+		}
+		r, err := s.forgetRelated(ctx, ws, p, obj, st, origin != nil && origin.GetDeletionTimestamp() != nil)
+		res.add(r)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// readSource reads a record's kcp-origin source: nil if the workspace
+// says that object is gone (a 404 that names it; one for the whole
+// resource is an error, not an answer).
+func (s *Syncer) readSource(ctx context.Context, ws Workspace, st state.StoredRelated) (*unstructured.Unstructured, error) {
+	origin := st.Origin.Unstructured()
+	err := ws.Client.Get(ctx, types.NamespacedName{Namespace: st.Origin.Namespace, Name: st.Origin.Name}, origin)
+	switch {
+	case err == nil:
+		return origin, nil
+	case ObjectNotFound(err, st.Origin.Name):
+		return nil, nil
+	}
+	return nil, fmt.Errorf("failed to get related source %s: %w", st.Origin.Name, err)
 }

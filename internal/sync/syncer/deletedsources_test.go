@@ -66,3 +66,21 @@ func TestSyncer_removedEntryOfAnUnsyncedPrimaryIsForgotten(t *testing.T) {
 		t.Errorf("the copy of a source that is not deleted: %v, want it kept", err)
 	}
 }
+
+// TestSyncer_lastEntryRemovedIsPruned: the last related entry is removed
+// from the PublishedResource; the synced pass prunes its records as for
+// any removed entry (the source loses the finalizer, its copy stays).
+func TestSyncer_lastEntryRemovedIsPruned(t *testing.T) {
+	e := syncedWithSource(t)
+	e.syncer.Related = nil
+	e.mustConverge(t)
+	if f := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); len(f) != 0 {
+		t.Errorf("the source of the removed entry keeps finalizers %v", f)
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("records of the removed entry left: %v", names)
+	}
+	if err := e.service.Get(t.Context(), types.NamespacedName{Namespace: cluster, Name: "app-config"}, &corev1.ConfigMap{}); err != nil {
+		t.Errorf("the copy: %v, want it kept", err)
+	}
+}

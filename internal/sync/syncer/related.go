@@ -54,9 +54,7 @@ func (s *Syncer) side(ws Workspace, side related.Side) ctrlruntimeclient.Client 
 // local, then records the service-origin copies in obj's annotations and
 // prunes the state of objects no longer selected.
 func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary, obj, local *unstructured.Unstructured) (Result, error) {
-	if len(s.Related) == 0 {
-		return Result{}, nil
-	}
+	// Without entries the records of removed ones are still pruned below.
 	primaries := related.Primaries{Kcp: obj, Service: local, ClusterName: ws.Cluster, ClusterPath: ws.Path}
 	readers := related.Readers{Kcp: ws.Client, Service: s.RelatedService}
 
