@@ -85,7 +85,7 @@ func releaseKeys(opts Options) func(Workspace, *unstructured.Unstructured) []typ
 		if obj.GetDeletionTimestamp() == nil || !fin.Holds(obj) {
 			return nil
 		}
-		ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		ref := state.RefOf(obj)
 		records, err := store.RecordsOfSource(context.Background(), ws.Name, ref)
 		if err != nil {
 			return nil // the primaries' own passes release it later

@@ -138,7 +138,7 @@ func (rel *release) releaseUnrecorded(ctx context.Context, url string, gvr schem
 			if !rel.fin.Owns(obj) {
 				continue
 			}
-			ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			ref := state.RefOf(obj)
 			cluster := logicalcluster.From(obj).String()
 			records, err := rel.state.RecordsOfSource(ctx, cluster, ref)
 			if err == nil && len(records) == 0 {
@@ -228,7 +228,7 @@ func (rel *release) ours(ctx context.Context, obj *unstructured.Unstructured, le
 			return false, err
 		}
 	}
-	ref := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	ref := state.RefOf(obj)
 	holders, err := rel.state.SourceHolders(ctx, p, ref)
 	return err == nil && len(holders) == 0, err
 }

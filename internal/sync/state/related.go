@@ -58,6 +58,11 @@ type ObjectRef struct {
 	Name       string `json:"name"`
 }
 
+// RefOf returns the reference to obj.
+func RefOf(obj *unstructured.Unstructured) ObjectRef {
+	return ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
 // Unstructured returns an object with only the type and name of r.
 func (r ObjectRef) Unstructured() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -534,11 +539,15 @@ func (s *Store) SourceHolders(ctx context.Context, p Primary, ref ObjectRef) ([]
 		return nil, err
 	}
 	key := RelatedObjectKey(p.Cluster, sideKcp, ref)
-	return slices.DeleteFunc(others, func(o StoredRelated) bool {
-		// Another agent's record (in the same namespace) holds its own
-		// finalizer, none of this agent's.
-		return o.OriginSide != sideKcp || o.OriginKey() != key || o.Agent != "" && o.Agent != s.AgentName
-	}), nil
+	return slices.DeleteFunc(others, func(o StoredRelated) bool { return !s.holdsSource(o, key) }), nil
+}
+
+// holdsSource reports whether st is a record of this agent (or of a
+// version before the agent label) that names the object of key as its kcp
+// origin. Another agent's record (in the same namespace) holds its own
+// finalizer, none of this agent's.
+func (s *Store) holdsSource(st StoredRelated, key string) bool {
+	return st.OriginSide == sideKcp && st.OriginKey() == key && (st.Agent == "" || st.Agent == s.AgentName)
 }
 
 // sameObject compares two references by group, kind, namespace and name.
@@ -575,7 +584,7 @@ func (s *Store) recordsOfSource(secrets []corev1.Secret, key string) []StoredRel
 	var out []StoredRelated
 	for i := range secrets {
 		st, ok := storedRelated(&secrets[i])
-		if ok && st.OriginSide == sideKcp && st.OriginKey() == key && (st.Agent == "" || st.Agent == s.AgentName) {
+		if ok && s.holdsSource(st, key) {
 			out = append(out, st)
 		}
 	}

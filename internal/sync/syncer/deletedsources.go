@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
@@ -28,8 +27,7 @@ import (
 // pass or its deletion, or by the PublishedResource's release.
 func (s *Syncer) ReleaseDeletedSources(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
 	res := Result{}
-	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
-	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	p := primaryOf(ws, obj)
 	stored, err := s.State.ListRelated(ctx, p, "")
 	if err != nil {
 		return res, err

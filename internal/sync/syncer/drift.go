@@ -12,7 +12,6 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
 // Drift kinds: how a synced kcp object and what the agent keeps for it
@@ -66,8 +65,7 @@ func (s *Syncer) Drift(ctx context.Context, ws Workspace, obj *unstructured.Unst
 	if !s.finalizers().Owns(obj) {
 		return []string{DriftNotAccepted}, nil
 	}
-	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
-	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	p := primaryOf(ws, obj)
 	local, err := s.findLocal(ctx, p)
 	switch {
 	case err != nil:

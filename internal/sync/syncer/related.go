@@ -720,7 +720,7 @@ func (s *Syncer) releaseRecorded(ctx context.Context, ws Workspace, rec state.Re
 // PublishedResource is disabled, filtered or stopped), so waiting for them
 // could hang the deletion.
 func (s *Syncer) releaseHolders(ctx context.Context, ws Workspace, p state.Primary, obj *unstructured.Unstructured) (Result, error) {
-	self := state.ObjectRef{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	self := state.RefOf(obj)
 	// Records of primaries that are gone (orphans) are cleaned up too: the
 	// source is going, so their copies of it have no use either.
 	holders, err := s.State.SourceHolders(ctx, p, self)

@@ -126,8 +126,7 @@ func waitingFor(what string, obj *unstructured.Unstructured) string {
 // for the caller to retry with backoff; ErrConflict (wrapped) means an
 // adoption was refused.
 func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Unstructured) (Result, error) {
-	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
-	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	p := primaryOf(ws, obj)
 
 	if obj.GetDeletionTimestamp() != nil {
 		return s.delete(ctx, ws, obj, p)
@@ -158,6 +157,12 @@ func (s *Syncer) Process(ctx context.Context, ws Workspace, obj *unstructured.Un
 		return res, err
 	}
 	return s.sync(ctx, ws, obj, p)
+}
+
+// primaryOf identifies obj, a kcp object of workspace ws, as a primary.
+func primaryOf(ws Workspace, obj *unstructured.Unstructured) state.Primary {
+	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
+	return state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
 }
 
 // sync brings the local copy, the status and the related objects of obj
@@ -630,8 +635,7 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 // deleted unless the workspace's server confirms the object is gone (a
 // cache after a reconnect can miss live objects).
 func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.Unstructured) (Result, error) {
-	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: ref.GetNamespace(), Name: ref.GetName(), Path: ws.Path}
-	p := state.Primary{Remote: remote, APIVersion: ref.GetAPIVersion(), Kind: ref.GetKind()}
+	p := primaryOf(ws, ref)
 	local, err := s.findLocal(ctx, p)
 	if err != nil {
 		return Result{}, err
@@ -682,8 +686,7 @@ func (s *Syncer) NewCopy(ws Workspace, obj *unstructured.Unstructured) (local, m
 	if err != nil {
 		return nil, nil, err
 	}
-	remote := objmeta.Remote{Cluster: ws.Cluster, Namespace: obj.GetNamespace(), Name: obj.GetName(), Path: ws.Path}
-	p := state.Primary{Remote: remote, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
+	p := primaryOf(ws, obj)
 	return s.newCopy(key, objmeta.Desired(mutated, s.StatusSubresource), p), mutated, nil
 }
 
