@@ -452,18 +452,14 @@ func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.Publi
 		if err := r.client.Get(ctx, types.NamespacedName{Name: owner}, ownerPR); err != nil || ownerPR.Status.ResourceSchemaName == "" {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{RequeueAfter: r.notServedBackoff(pr.Name)}, ctrlruntimeclient.IgnoreNotFound(err)
 		}
-		snapshot := pr.DeepCopy()
-		job, err := r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
-			return r.releaseAll(ctx, snapshot, urls, p)
-		})
+		job, done, err := r.releaseAllJob(ctx, pr, urls)
 		if err != nil {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s", msg), reconcile.Result{}, err
 		}
-		if !job.finished() {
+		if !done {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonSourceConflict, "%s Releasing its objects in kcp: %d released of the %d found so far.",
 				msg, job.progress.released.Load(), job.progress.found.Load()), reconcile.Result{RequeueAfter: releaseProgressInterval}, nil
 		}
-		r.releases.finishedJob(pr.Name)
 		if err := job.err; err != nil {
 			// Retried with backoff: a resource that no workspace binds
 			// yet cannot be listed, which is no failure of the agent.
@@ -622,19 +618,13 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		return reconcile.Result{}, nil
 	}
 	r.fleet.Stop(pr.Name)
-	// The release runs on a worker of its own (releaseJobs): this worker
-	// only starts it and reports its progress.
-	snapshot := pr.DeepCopy()
-	job, err := r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
-		return r.releaseAll(ctx, snapshot, urls, p)
-	})
+	job, done, err := r.releaseAllJob(ctx, pr, urls)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if !job.finished() {
+	if !done {
 		return r.releaseInFlight(ctx, pr, job)
 	}
-	r.releases.finishedJob(pr.Name)
 	if err := job.err; err != nil {
 		if lifecycle.Quiet(ctx, err) {
 			return reconcile.Result{}, err // the agent stops (or may have lost the lead); the next leader releases
@@ -669,6 +659,22 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		r.servedMu.Unlock()
 	}
 	return res, err
+}
+
+// releaseAllJob starts releaseAll for pr on a release worker (releaseJobs:
+// this worker only starts it and reports its progress), or finds the one
+// that runs; once it finished, it takes it (done), and the job's err is the
+// release's result.
+func (r *reconciler) releaseAllJob(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (job *releaseJob, done bool, err error) {
+	snapshot := pr.DeepCopy()
+	job, err = r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
+		return r.releaseAll(ctx, snapshot, urls, p)
+	})
+	if err != nil || !job.finished() {
+		return job, false, err
+	}
+	r.releases.finishedJob(pr.Name)
+	return job, true, nil
 }
 
 // releasedBefore reports whether this process released pr before (in

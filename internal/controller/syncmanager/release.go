@@ -119,96 +119,95 @@ func (rel *release) run(ctx context.Context, gr schema.GroupResource) (int, erro
 // it. The legacy finalizer is left: without a record it may be another
 // agent's. A resource the endpoint does not serve has nothing to release.
 func (rel *release) releaseUnrecorded(ctx context.Context, url string, gvr schema.GroupVersionResource) (int, error) {
-	all, err := rel.clients(url, "*")
-	if err != nil {
-		return 0, err
-	}
 	released := 0
-	opts := metav1.ListOptions{Limit: releaseListPage}
-	for {
-		list, err := all.Resource(gvr).List(ctx, opts)
-		if apierrors.IsNotFound(err) {
-			return released, nil
+	err := rel.eachObject(ctx, url, gvr, true, func(obj *unstructured.Unstructured) error {
+		if !rel.fin.Owns(obj) {
+			return nil
 		}
+		ref := state.RefOf(obj)
+		cluster := logicalcluster.From(obj).String()
+		records, err := rel.state.RecordsOfSource(ctx, cluster, ref)
+		if err == nil && len(records) == 0 {
+			// A record written a moment ago may not be cached yet.
+			records, err = rel.state.RecordsOfSourceLive(ctx, cluster, ref)
+		}
+		if err != nil || len(records) > 0 {
+			return err // released with its records, or held by another primary
+		}
+		ok, err := rel.releaseObject(ctx, url, gvr, obj, false)
 		if err != nil {
-			return released, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err)
+			return err
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if !rel.fin.Owns(obj) {
-				continue
-			}
-			ref := state.RefOf(obj)
-			cluster := logicalcluster.From(obj).String()
-			records, err := rel.state.RecordsOfSource(ctx, cluster, ref)
-			if err == nil && len(records) == 0 {
-				// A record written a moment ago may not be cached yet.
-				records, err = rel.state.RecordsOfSourceLive(ctx, cluster, ref)
-			}
-			if err != nil {
-				return released, err
-			}
-			if len(records) > 0 {
-				continue // released with its records, or held by another primary
-			}
-			ok, err := rel.releaseObject(ctx, url, gvr, obj, false)
-			if err != nil {
-				return released, err
-			}
-			n := 0
-			if ok {
-				n = 1
-			}
-			released += n
-			rel.progress.count(1, n)
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return released, nil
-		}
-	}
+		released += rel.tally(ok)
+		return nil
+	})
+	return released, err
 }
 
 // releaseOn removes our finalizer from the objects of gvr on one endpoint.
 func (rel *release) releaseOn(ctx context.Context, url string, gvr schema.GroupVersionResource) (int, error) {
-	all, err := rel.clients(url, "*")
-	if err != nil {
-		return 0, err
-	}
 	released := 0
 	var errs []error
-	opts := metav1.ListOptions{Limit: releaseListPage}
-	for {
-		list, err := all.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return released, errors.Join(append(errs, fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err))...)
+	err := rel.eachObject(ctx, url, gvr, false, func(obj *unstructured.Unstructured) error {
+		if !rel.fin.Holds(obj) {
+			return nil
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if !rel.fin.Holds(obj) {
-				continue
-			}
-			legacy := !rel.fin.Owns(obj)
-			if ours, err := rel.ours(ctx, obj, legacy); err != nil || !ours {
-				if err != nil {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			ok, err := rel.releaseObject(ctx, url, gvr, obj, legacy)
+		legacy := !rel.fin.Owns(obj)
+		if ours, err := rel.ours(ctx, obj, legacy); err != nil || !ours {
 			if err != nil {
 				errs = append(errs, err)
 			}
-			if ok {
-				released++
-				rel.progress.count(1, 1)
-			} else {
-				rel.progress.count(1, 0)
+			return nil
+		}
+		ok, err := rel.releaseObject(ctx, url, gvr, obj, legacy)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		released += rel.tally(ok)
+		return nil
+	})
+	return released, errors.Join(append(errs, err)...)
+}
+
+// eachObject calls fn for every object of gvr in the workspaces of an
+// endpoint, listed releaseListPage at a time, and stops at fn's first
+// error. A resource the endpoint does not serve has no objects if
+// missingIsEmpty is set, and is an error otherwise.
+func (rel *release) eachObject(ctx context.Context, url string, gvr schema.GroupVersionResource, missingIsEmpty bool, fn func(*unstructured.Unstructured) error) error {
+	all, err := rel.clients(url, "*")
+	if err != nil {
+		return err
+	}
+	opts := metav1.ListOptions{Limit: releaseListPage}
+	for {
+		list, err := all.Resource(gvr).List(ctx, opts)
+		if missingIsEmpty && apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("failed to list %s: %w", gvr.GroupResource(), err)
+		}
+		for i := range list.Items {
+			if err := fn(&list.Items[i]); err != nil {
+				return err
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return released, errors.Join(errs...)
+			return nil
 		}
 	}
+}
+
+// tally counts an object found with the agent's finalizer into the
+// release's progress, released or not, and returns what it adds to the
+// count released.
+func (rel *release) tally(released bool) int {
+	n := 0
+	if released {
+		n = 1
+	}
+	rel.progress.count(1, n)
+	return n
 }
 
 // ours reports whether a primary with the agent's finalizer is this

@@ -368,14 +368,8 @@ func TestReleaseRelatedAfterATakeover(t *testing.T) {
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	thingGK := schema.GroupKind{Group: "kcp.example.com", Kind: "Thing"}
 	own, theirs := finalizer.For("agent").Own, finalizer.For("another-agent").Own
-	src := &unstructured.Unstructured{}
-	src.SetGroupVersionKind(cmGVR.GroupVersion().WithKind("ConfigMap"))
-	src.SetNamespace("default")
-	src.SetName("cfg")
-	src.SetResourceVersion("1")
-	src.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
-	src.SetFinalizers([]string{own, theirs})
-	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"}, src)
+	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
+		configMapSource("cfg", own, theirs))
 
 	store := newStateStore()
 	rec := state.Related{
@@ -570,18 +564,8 @@ func TestReleaseUnrecordedSources(t *testing.T) {
 	ctx := context.Background()
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	own, theirs := finalizer.For("agent").Own, finalizer.For("another-agent").Own
-	source := func(name string, finalizers ...string) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(cmGVR.GroupVersion().WithKind("ConfigMap"))
-		u.SetNamespace("default")
-		u.SetName(name)
-		u.SetResourceVersion("1")
-		u.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
-		u.SetFinalizers(finalizers)
-		return u
-	}
 	c := fakedynamic.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cmGVR: "ConfigMapList"},
-		source("unrecorded", own), source("held", own), source("legacy", keys.CleanupFinalizer), source("theirs", theirs, own))
+		configMapSource("unrecorded", own), configMapSource("held", own), configMapSource("legacy", keys.CleanupFinalizer), configMapSource("theirs", theirs, own))
 	store := newStateStore()
 	held := state.Related{
 		Primary: state.Primary{Remote: objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "g"}, APIVersion: "kcp.example.com/v1", Kind: "Gadget"},
@@ -641,4 +625,17 @@ func TestSourceInUseElsewhere(t *testing.T) {
 	if got := kcpSourceResources(released); len(got) != 1 || got[0] != (schema.GroupVersionResource{Version: "v1", Resource: "secrets"}) {
 		t.Errorf("kcpSourceResources = %v, want v1 secrets", got)
 	}
+}
+
+// configMapSource is a kcp-origin related ConfigMap default/name of
+// workspace ws1, as the virtual workspace lists it, with finalizers.
+func configMapSource(name string, finalizers ...string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	u.SetNamespace("default")
+	u.SetName(name)
+	u.SetResourceVersion("1")
+	u.SetAnnotations(map[string]string{"kcp.io/cluster": "ws1"})
+	u.SetFinalizers(finalizers)
+	return u
 }
