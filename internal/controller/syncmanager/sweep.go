@@ -85,6 +85,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 	if s.unbound {
 		s.goneWorkspaces(ctx, secrets.Items)
 	}
+	deleted := 0
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
 		if !s.orphaned(ctx, secret) {
@@ -94,8 +95,10 @@ func (s *sweeper) sweep(ctx context.Context) {
 			s.log.Error(err, "Failed to delete an orphaned state Secret", "secret", secret.Name)
 			continue
 		}
+		deleted++
 		s.log.Info("Deleted orphaned state Secret", "secret", secret.Name)
 	}
+	s.log.V(1).Info("State sweep done", "stateSecrets", len(secrets.Items), "deleted", deleted)
 }
 
 // orphaned reports whether every object the Secret holds state for is
