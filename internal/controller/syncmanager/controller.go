@@ -564,7 +564,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // release worker; the pass's end brings the next call, which logs its
 // result.
 func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []string) {
-	if job := r.releases.finishedJob(prName); job != nil {
+	// A release of earlier projections may have run on: once it ended it
+	// is done with (the PublishedResource, its record, is gone).
+	r.releases.forgetFinished(func(k jobKey) bool { return k.pr == prName && k.earlier() })
+	if job := r.releases.finishedJob(allOf(prName)); job != nil {
 		r.logStoppedRelease(ctx, prName, int(job.progress.released.Load()), job.err)
 		return
 	}
@@ -573,7 +576,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 		return
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
-	if _, err := r.releases.start(ctx, prName, func(ctx context.Context, p *releaseProgress) error {
+	if _, err := r.releases.start(ctx, allOf(prName), func(ctx context.Context, p *releaseProgress) error {
 		_, err := r.releaseResource(ctx, prName, gr, urls, p)
 		return err
 	}); err != nil {
@@ -666,14 +669,16 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 // that runs; once it finished, it takes it (done), and the job's err is the
 // release's result.
 func (r *reconciler) releaseAllJob(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (job *releaseJob, done bool, err error) {
+	// It covers the earlier projections too.
+	r.releases.cancelWhere(func(k jobKey) bool { return k.pr == pr.Name && k.earlier() })
 	snapshot := pr.DeepCopy()
-	job, err = r.releases.start(ctx, pr.Name, func(ctx context.Context, p *releaseProgress) error {
+	job, err = r.releases.start(ctx, allOf(pr.Name), func(ctx context.Context, p *releaseProgress) error {
 		return r.releaseAll(ctx, snapshot, urls, p)
 	})
 	if err != nil || !job.finished() {
 		return job, false, err
 	}
-	r.releases.finishedJob(pr.Name)
+	r.releases.finishedJob(allOf(pr.Name))
 	return job, true, nil
 }
 
@@ -796,7 +801,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	r.servedMu.Unlock()
 	// It syncs: a release still running from when it did not (deselected,
 	// in SourceConflict) would take its objects' finalizers away.
-	r.releases.cancel(pr.Name)
+	r.releases.cancel(allOf(pr.Name))
 	// Never two controllers of one source kind, not even for a moment: the
 	// former owner's reconcile may come after this one.
 	for _, other := range others {
@@ -911,14 +916,10 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	})
 	cond, result := r.syncCondition(pr, st, check, urls, remoteGVK, disabled)
 	// The old controller is stopped now: objects of an earlier projection
-	// keep our finalizer until released here.
-	if retry, err := r.releaseEarlier(ctx, pr, current, urls); err != nil {
-		r.log.Error(err, "Failed to release the objects of an earlier projection", "publishedresource", pr.Name)
-		r.prEvents.Event(pr, corev1.EventTypeWarning, syncer.ReasonReconcilingError, "The objects of an earlier projection could not all be released; retrying.")
-		if result.RequeueAfter == 0 || retry < result.RequeueAfter {
-			result.RequeueAfter = retry
-		}
-	}
+	// keep our finalizer until released.
+	r.earlierRelease(ctx, pr, current, func(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, current schema.GroupResource, p *releaseProgress) error {
+		return r.releaseEarlier(ctx, pr, current, urls, p)
+	}, &cond, &result)
 	return cond, result, nil
 }
 

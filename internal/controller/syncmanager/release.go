@@ -487,34 +487,6 @@ func (r *reconciler) newRelease(urls []string, progress *releaseProgress) *relea
 		state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
 }
 
-// releaseEarlier releases the objects of the kcp resources an earlier
-// projection of the PublishedResource synced (current is synced now) and
-// forgets those that were released. It returns when to try again after a
-// failure (0: nothing left).
-func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, current schema.GroupResource, urls []string) (time.Duration, error) {
-	keep := []schema.GroupResource{current}
-	var errs []error
-	for _, gr := range syncedResources(pr) {
-		if gr == current {
-			continue
-		}
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, nil)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
-			keep = append(keep, gr)
-			continue
-		}
-		r.log.Info("Released the objects of an earlier projection", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
-	}
-	if err := r.setSyncedResources(ctx, pr, keep); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return r.backoff(r.releasing, pr.Name), errors.Join(errs...)
-	}
-	return 0, nil
-}
-
 // inUseElsewhere reports whether another selected PublishedResource syncs
 // gr (records it, or its schema publishes it): its objects are then not
 // released (a renamed PublishedResource, two of them for one resource).

@@ -500,7 +500,7 @@ func TestReleaseRunsOffTheWorker(t *testing.T) {
 	ctx := context.Background()
 	// The release of "deleted" is under way: 2000 objects found, 700 released.
 	unblock := make(chan struct{})
-	if _, err := releases.start(ctx, "deleted", func(_ context.Context, p *releaseProgress) error {
+	if _, err := releases.start(ctx, allOf("deleted"), func(_ context.Context, p *releaseProgress) error {
 		p.count(2000, 700)
 		<-unblock
 		return nil

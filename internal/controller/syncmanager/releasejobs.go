@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // releaseWorkers bounds the releases that run at once: each patches
@@ -58,17 +60,37 @@ func (j *releaseJob) finished() bool {
 	}
 }
 
-// releaseJobs runs the releases of PublishedResources (deleted,
-// deselected, in release-only mode) on workers of their own, so that the
-// syncmanager's single worker only starts them and looks at their
-// progress. A job goes: absent → running (start; it waits for one of
-// releaseWorkers slots first) → finished (its PublishedResource is
+// jobKey names a release job: a PublishedResource's release of everything
+// it synced (deleted, deselected, in release-only mode, in SourceConflict;
+// current is empty), or of the objects of its earlier projections while it
+// syncs current.
+type jobKey struct {
+	pr      string
+	current schema.GroupResource
+}
+
+// allOf is the key of the release of everything pr synced.
+func allOf(pr string) jobKey { return jobKey{pr: pr} }
+
+// earlierOf is the key of the release of pr's projections before current.
+func earlierOf(pr string, current schema.GroupResource) jobKey {
+	return jobKey{pr: pr, current: current}
+}
+
+// earlier reports whether the job releases earlier projections.
+func (k jobKey) earlier() bool { return !k.current.Empty() }
+
+// releaseJobs runs the releases of PublishedResources on workers of their
+// own, so that the syncmanager's single worker only starts them and looks
+// at their progress. A job goes: absent → running (start; it waits for one
+// of releaseWorkers slots first) → finished (its PublishedResource is
 // reconciled: notify) → absent (finishedJob, which hands out the result). A
-// PublishedResource that syncs again cancels its job (cancel). No lock is
-// held while a release runs.
+// PublishedResource that syncs again cancels the release of everything it
+// synced; one that stops syncing, or syncs another projection, the release
+// of its earlier projections (cancel, cancelWhere). No lock is held while a release runs.
 type releaseJobs struct {
 	mu   sync.Mutex
-	jobs map[string]*releaseJob
+	jobs map[jobKey]*releaseJob
 	// ctx is the manager's (set by Start): jobs end when the agent stops
 	// or loses the lead.
 	ctx     context.Context
@@ -79,7 +101,7 @@ type releaseJobs struct {
 }
 
 func newReleaseJobs(workers int, notify func(prName string)) *releaseJobs {
-	return &releaseJobs{jobs: map[string]*releaseJob{}, started: make(chan struct{}), slots: make(chan struct{}, workers), notify: notify}
+	return &releaseJobs{jobs: map[jobKey]*releaseJob{}, started: make(chan struct{}), slots: make(chan struct{}, workers), notify: notify}
 }
 
 // Start makes the runner accept jobs until ctx ends (a leader-only
@@ -96,9 +118,9 @@ func (j *releaseJobs) Start(ctx context.Context) error {
 // NeedLeaderElection: releases run on the leader only.
 func (j *releaseJobs) NeedLeaderElection() bool { return true }
 
-// start returns prName's job, starting fn for it if none runs or waits to
-// be taken. fn gets the job's context and progress.
-func (j *releaseJobs) start(ctx context.Context, prName string, fn func(context.Context, *releaseProgress) error) (*releaseJob, error) {
+// start returns key's job, starting fn for it if none runs or waits to be
+// taken. fn gets the job's context and progress.
+func (j *releaseJobs) start(ctx context.Context, key jobKey, fn func(context.Context, *releaseProgress) error) (*releaseJob, error) {
 	select {
 	case <-j.started:
 	case <-ctx.Done():
@@ -108,13 +130,13 @@ func (j *releaseJobs) start(ctx context.Context, prName string, fn func(context.
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if job, ok := j.jobs[prName]; ok {
+	if job, ok := j.jobs[key]; ok {
 		return job, nil
 	}
 	jobCtx, cancel := context.WithCancel(j.ctx)
 	job := &releaseJob{cancel: cancel, done: make(chan struct{})}
-	j.jobs[prName] = job
-	go j.run(jobCtx, prName, job, fn)
+	j.jobs[key] = job
+	go j.run(jobCtx, key.pr, job, fn)
 	return job, nil
 }
 
@@ -136,27 +158,47 @@ func (j *releaseJobs) run(ctx context.Context, prName string, job *releaseJob, f
 	}
 }
 
-// finishedJob forgets prName's finished job and returns it (its err and
+// finishedJob forgets key's finished job and returns it (its err and
 // progress are final); nil if no finished job is there.
-func (j *releaseJobs) finishedJob(prName string) *releaseJob {
+func (j *releaseJobs) finishedJob(key jobKey) *releaseJob {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	job, found := j.jobs[prName]
+	job, found := j.jobs[key]
 	if !found || !job.finished() {
 		return nil
 	}
-	delete(j.jobs, prName)
+	delete(j.jobs, key)
 	return job
 }
 
-// cancel stops prName's job, if any, and forgets it: its PublishedResource
-// syncs again.
-func (j *releaseJobs) cancel(prName string) {
+// forgetFinished forgets the finished jobs whose key matches.
+func (j *releaseJobs) forgetFinished(match func(jobKey) bool) {
 	j.mu.Lock()
-	job, ok := j.jobs[prName]
-	delete(j.jobs, prName)
+	defer j.mu.Unlock()
+	for k, job := range j.jobs {
+		if match(k) && job.finished() {
+			delete(j.jobs, k)
+		}
+	}
+}
+
+// cancel stops key's job, if any, and forgets it.
+func (j *releaseJobs) cancel(key jobKey) {
+	j.cancelWhere(func(k jobKey) bool { return k == key })
+}
+
+// cancelWhere stops and forgets the jobs whose key matches.
+func (j *releaseJobs) cancelWhere(match func(jobKey) bool) {
+	j.mu.Lock()
+	var stop []*releaseJob
+	for k, job := range j.jobs {
+		if match(k) {
+			stop = append(stop, job)
+			delete(j.jobs, k)
+		}
+	}
 	j.mu.Unlock()
-	if ok {
+	for _, job := range stop {
 		job.cancel()
 	}
 }

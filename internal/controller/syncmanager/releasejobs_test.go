@@ -69,23 +69,23 @@ func TestReleaseJobs(t *testing.T) {
 			<-release
 			return errFailed
 		}
-		job, err := s.jobs.start(ctx, "a", fn)
+		job, err := s.jobs.start(ctx, allOf("a"), fn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, _ := s.jobs.start(ctx, "a", fn); again != job {
+		if again, _ := s.jobs.start(ctx, allOf("a"), fn); again != job {
 			t.Error("a second start while it runs made another job")
 		}
-		if job.finished() || s.jobs.finishedJob("a") != nil {
+		if job.finished() || s.jobs.finishedJob(allOf("a")) != nil {
 			t.Fatal("finished before the release returned")
 		}
 		close(release)
 		waitNotified(t, s, "a")
-		got := s.jobs.finishedJob("a")
+		got := s.jobs.finishedJob(allOf("a"))
 		if got != job || !errors.Is(got.err, errFailed) || got.progress.found.Load() != 3 || got.progress.released.Load() != 2 {
 			t.Fatalf("finished job %+v, want the started one with its error and progress 2 of 3", got)
 		}
-		if s.jobs.finishedJob("a") != nil {
+		if s.jobs.finishedJob(allOf("a")) != nil {
 			t.Error("the result was handed out twice")
 		}
 		if calls != 1 {
@@ -96,11 +96,11 @@ func TestReleaseJobs(t *testing.T) {
 	t.Run("workers bound the releases that run at once", func(t *testing.T) {
 		s := setup(t, 1)
 		release, running, second := make(chan struct{}), make(chan struct{}), make(chan struct{})
-		if _, err := s.jobs.start(ctx, "first", func(context.Context, *releaseProgress) error { close(running); <-release; return nil }); err != nil {
+		if _, err := s.jobs.start(ctx, allOf("first"), func(context.Context, *releaseProgress) error { close(running); <-release; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		<-running
-		if _, err := s.jobs.start(ctx, "second", func(context.Context, *releaseProgress) error { close(second); return nil }); err != nil {
+		if _, err := s.jobs.start(ctx, allOf("second"), func(context.Context, *releaseProgress) error { close(second); return nil }); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -116,7 +116,7 @@ func TestReleaseJobs(t *testing.T) {
 	t.Run("cancel stops a running release and forgets it; a new start runs anew", func(t *testing.T) {
 		s := setup(t, 2)
 		running, stopped := make(chan struct{}), make(chan error, 1)
-		if _, err := s.jobs.start(ctx, "a", func(ctx context.Context, _ *releaseProgress) error {
+		if _, err := s.jobs.start(ctx, allOf("a"), func(ctx context.Context, _ *releaseProgress) error {
 			close(running)
 			<-ctx.Done()
 			stopped <- ctx.Err()
@@ -125,20 +125,20 @@ func TestReleaseJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-running
-		s.jobs.cancel("a")
+		s.jobs.cancel(allOf("a"))
 		if err := <-stopped; !errors.Is(err, context.Canceled) {
 			t.Fatalf("the release saw %v, want context.Canceled", err)
 		}
 		waitNotified(t, s, "a")
-		if s.jobs.finishedJob("a") != nil {
+		if s.jobs.finishedJob(allOf("a")) != nil {
 			t.Error("a cancelled release handed out a result")
 		}
-		job, err := s.jobs.start(ctx, "a", func(context.Context, *releaseProgress) error { return nil })
+		job, err := s.jobs.start(ctx, allOf("a"), func(context.Context, *releaseProgress) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
 		waitNotified(t, s, "a")
-		if !job.finished() || s.jobs.finishedJob("a") != job {
+		if !job.finished() || s.jobs.finishedJob(allOf("a")) != job {
 			t.Error("the new release did not run")
 		}
 	})
@@ -146,11 +146,11 @@ func TestReleaseJobs(t *testing.T) {
 	t.Run("the agent stopping ends releases, waiting ones too", func(t *testing.T) {
 		s := setup(t, 1)
 		running := make(chan struct{})
-		if _, err := s.jobs.start(ctx, "running", func(ctx context.Context, _ *releaseProgress) error { close(running); <-ctx.Done(); return ctx.Err() }); err != nil {
+		if _, err := s.jobs.start(ctx, allOf("running"), func(ctx context.Context, _ *releaseProgress) error { close(running); <-ctx.Done(); return ctx.Err() }); err != nil {
 			t.Fatal(err)
 		}
 		<-running
-		waiting, err := s.jobs.start(ctx, "waiting", func(context.Context, *releaseProgress) error { return nil })
+		waiting, err := s.jobs.start(ctx, allOf("waiting"), func(context.Context, *releaseProgress) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestReleaseJobs(t *testing.T) {
 			t.Fatalf("notified %v, want both releases", got)
 		}
 		<-waiting.done
-		if job := s.jobs.finishedJob("waiting"); job == nil || !errors.Is(job.err, context.Canceled) {
+		if job := s.jobs.finishedJob(allOf("waiting")); job == nil || !errors.Is(job.err, context.Canceled) {
 			t.Errorf("the waiting release: %+v, want it ended with context.Canceled", job)
 		}
 	})
@@ -177,7 +177,7 @@ func TestReleaseJobs(t *testing.T) {
 		j := newReleaseJobs(1, nil)
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		if _, err := j.start(short, "a", func(context.Context, *releaseProgress) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := j.start(short, allOf("a"), func(context.Context, *releaseProgress) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("start before the workers started: %v, want the context's deadline", err)
 		}
 	})
