@@ -577,8 +577,10 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 	}
 	gr := schema.GroupResource{Group: key.remoteGVK.Group, Resource: key.remoteResource}
 	if _, err := r.releases.start(ctx, allOf(prName), func(ctx context.Context, p *releaseProgress) error {
-		_, err := r.releaseResource(ctx, prName, gr, urls, p)
-		return err
+		return r.throughEveryEndpoint(ctx, urls, func(urls []string) error {
+			_, err := r.releaseResource(ctx, prName, gr, urls, p)
+			return err
+		})
 	}); err != nil {
 		r.logStoppedRelease(ctx, prName, 0, err)
 	}
@@ -719,15 +721,20 @@ func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.Publi
 	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
 		grs = append(grs, gr)
 	}
-	for _, gr := range grs {
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
-		if err != nil {
-			return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
+	if err := r.throughEveryEndpoint(ctx, urls, func(urls []string) error {
+		for _, gr := range grs {
+			n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
+			if err != nil {
+				return fmt.Errorf("released %d object(s) of %s, then: %w", n, gr, err)
+			}
+			r.log.Info("Released the objects of a PublishedResource that no longer syncs", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
 		}
-		r.log.Info("Released the objects of a PublishedResource that no longer syncs", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
-	}
-	if err := r.releaseUnrecordedSources(ctx, pr, urls, progress); err != nil {
-		return fmt.Errorf("releasing related sources no record names: %w", err)
+		if err := r.releaseUnrecordedSources(ctx, pr, urls, progress); err != nil {
+			return fmt.Errorf("releasing related sources no record names: %w", err)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	r.servedMu.Lock()
 	delete(r.releasing, pr.Name)

@@ -73,19 +73,28 @@ func (r *reconciler) earlierRelease(ctx context.Context, pr *syncagentv1alpha1.P
 // synced now), counting into progress, and forgets those that were
 // released.
 func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, current schema.GroupResource, urls []string, progress *releaseProgress) error {
-	keep := []schema.GroupResource{current}
+	failed := map[schema.GroupResource]bool{}
 	var errs []error
-	for _, gr := range syncedResources(pr) {
-		if gr == current {
-			continue
+	if err := r.throughEveryEndpoint(ctx, urls, func(urls []string) error {
+		for _, gr := range syncedResources(pr) {
+			if gr == current || failed[gr] {
+				continue
+			}
+			n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", gr, err))
+				failed[gr] = true
+				continue
+			}
+			r.log.Info("Released the objects of an earlier projection", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
 		}
-		n, err := r.releaseResource(ctx, pr.Name, gr, urls, progress)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", gr, err))
-			keep = append(keep, gr)
-			continue
-		}
-		r.log.Info("Released the objects of an earlier projection", "publishedresource", pr.Name, "resource", gr.String(), "released", n)
+		return nil
+	}); err != nil {
+		return err // nothing is forgotten
+	}
+	keep := []schema.GroupResource{current}
+	for gr := range failed {
+		keep = append(keep, gr)
 	}
 	if err := r.setSyncedResources(ctx, pr, keep); err != nil {
 		errs = append(errs, err)
