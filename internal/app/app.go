@@ -109,10 +109,11 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		Target:    deps.Target,
 		Resolver:  deps.Resolver,
 
-		StateSweepInterval: deps.Options.StateSweepInterval,
-		SweepUnbound:       deps.Options.SweepUnboundWorkspaces,
-		PatrolInterval:     deps.Options.PatrolInterval,
-		PatrolReport:       deps.Options.PatrolMode == options.PatrolModeReport,
+		StateSweepInterval:      deps.Options.StateSweepInterval,
+		SweepUnbound:            deps.Options.SweepUnboundWorkspaces,
+		DeleteCreatedNamespaces: deps.Options.DeleteCreatedNamespaces,
+		PatrolInterval:          deps.Options.PatrolInterval,
+		PatrolReport:            deps.Options.PatrolMode == options.PatrolModeReport,
 
 		UnusedKcpInformerTimeout: deps.Options.UnusedKcpInformerTimeout,
 		SyncWorkers:              deps.Options.SyncWorkers,

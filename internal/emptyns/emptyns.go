@@ -48,9 +48,9 @@ type Checker struct {
 // namespace (the root CA bundle, the default service account); Events come
 // and go on their own.
 var everyNamespace = map[schema.GroupResource][]string{
-	{Resource: "configmaps"}:      {"kube-root-ca.crt"},
-	{Resource: "serviceaccounts"}: {"default"},
-	{Resource: "events"}:          nil,
+	{Resource: "configmaps"}:                     {"kube-root-ca.crt"},
+	{Resource: "serviceaccounts"}:                {"default"},
+	{Resource: "events"}:                         nil,
 	{Group: "events.k8s.io", Resource: "events"}: nil,
 }
 

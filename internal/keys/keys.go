@@ -36,6 +36,13 @@ const (
 	// the PublishedResource).
 	RemoteObjectKind = "syncagent.kcp.io/remote-object-kind"
 
+	// CreatedBy (ours) labels the service-cluster namespaces the agent
+	// created, with the agent's name: only those may it delete again.
+	CreatedBy = "syncagent.kcp.io/created-by"
+	// CreatedForCluster (ours) labels a namespace the agent created with
+	// the logical cluster of the workspace it was created for.
+	CreatedForCluster = "syncagent.kcp.io/created-for-cluster"
+
 	// ObjectState labels the state Secrets.
 	ObjectState = "syncagent.kcp.io/object-state"
 	// RelatedIdentifier labels the state Secrets of related objects (ours)

@@ -41,6 +41,14 @@ func init() { //nolint:gochecknoinits // see above.
 	ctrlmetrics.Registry.MustRegister(SyncControllers, SyncControllerStarts)
 }
 
+// CreatedNamespacesDeleted counts the service-cluster namespaces the
+// sweep deleted: created by the agent for a workspace that is gone, and
+// empty.
+var CreatedNamespacesDeleted = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "sync_agent_created_namespaces_deleted_total",
+	Help: "Service-cluster namespaces the agent created for a workspace and deleted once the workspace was gone and nothing lived in them.",
+})
+
 // GoneWorkspaceObjectsDeleted counts local copies and state Secrets the
 // sweep deleted because their workspace no longer binds the export.
 var GoneWorkspaceObjectsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -49,7 +57,7 @@ var GoneWorkspaceObjectsDeleted = prometheus.NewCounterVec(prometheus.CounterOpt
 }, []string{"kind"})
 
 func init() { //nolint:gochecknoinits // see above.
-	ctrlmetrics.Registry.MustRegister(GoneWorkspaceObjectsDeleted)
+	ctrlmetrics.Registry.MustRegister(GoneWorkspaceObjectsDeleted, CreatedNamespacesDeleted)
 }
 
 // EndpointReconnects counts the connections to a virtual workspace

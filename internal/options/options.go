@@ -111,6 +111,10 @@ type Options struct {
 	// SweepUnboundWorkspaces lets the sweep delete the copies and state of
 	// workspaces that no endpoint binds the export in.
 	SweepUnboundWorkspaces bool
+	// DeleteCreatedNamespaces lets the sweep delete the service-cluster
+	// namespaces the agent created for a workspace that is gone, once
+	// nothing lives in them.
+	DeleteCreatedNamespaces bool
 
 	// PatrolInterval is the period of the patroller's anti-entropy passes
 	// (0: off); PatrolMode is PatrolModeRepair or PatrolModeReport.
@@ -139,11 +143,12 @@ type Options struct {
 // New returns Options with the defaults of every flag.
 func New() *Options {
 	return &Options{
-		MetricsAddress:     DefaultMetricsAddress,
-		LogFormat:          LogFormatJSON,
-		StateSweepInterval: DefaultStateSweepInterval,
-		PatrolInterval:     DefaultPatrolInterval,
-		PatrolMode:         PatrolModeRepair,
+		MetricsAddress:          DefaultMetricsAddress,
+		LogFormat:               LogFormatJSON,
+		StateSweepInterval:      DefaultStateSweepInterval,
+		DeleteCreatedNamespaces: true,
+		PatrolInterval:          DefaultPatrolInterval,
+		PatrolMode:              PatrolModeRepair,
 
 		UnusedKcpInformerTimeout: DefaultUnusedKcpInformerTimeout,
 		SyncWorkers:              DefaultSyncWorkers,
@@ -175,6 +180,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
 	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are swept; 0 disables the sweep.")
 	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
+	fs.BoolVar(&o.DeleteCreatedNamespaces, "delete-created-namespaces", o.DeleteCreatedNamespaces, "Let the sweep delete the service-cluster namespaces this agent created for a workspace that no longer binds the export, once two sweeps in a row found nothing in them but what Kubernetes puts into every namespace (proving that lists every namespaced type, metadata only; a type the agent may not list keeps the namespace). Needs --state-sweep-interval above 0.")
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")

@@ -223,7 +223,8 @@ func TestRender_defaults(t *testing.T) {
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"list"}},
 		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v2"}, Verbs: []string{"get"}},
 	}, cr.Rules)
 	role := get[rbacv1.Role](t, objs, "Role", fullname)
@@ -499,6 +500,19 @@ func TestRender_variants(t *testing.T) {
 		crd := Find(objs, "CustomResourceDefinition", "publishedresources.syncagent.kcp.io")
 		if _, ok := crd.GetAnnotations()["helm.sh/resource-policy"]; ok {
 			t.Errorf("annotations = %v", crd.GetAnnotations())
+		}
+	})
+	t.Run("created namespaces kept", func(t *testing.T) {
+		objs := render(t, with(map[string]any{"deleteCreatedNamespaces": false}))
+		c := agentContainer(t, get[appsv1.Deployment](t, objs, "Deployment", fullname))
+		if !slices.Contains(c.Args, "--delete-created-namespaces=false") {
+			t.Errorf("args = %v, want the deletion of created namespaces off", c.Args)
+		}
+		cr := get[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+":syncagent")
+		for _, r := range cr.Rules {
+			if slices.Contains(r.Verbs, "delete") || slices.Contains(r.Resources, "*") {
+				t.Errorf("ClusterRole rule %+v with deleteCreatedNamespaces=false, want neither delete nor a list of every type", r)
+			}
 		}
 	})
 	t.Run("no RBAC", func(t *testing.T) {

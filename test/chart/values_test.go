@@ -95,6 +95,8 @@ func switchesOff() map[string]any {
 		"metrics":        map[string]any{"enabled": false, "service": map[string]any{"enabled": false}},
 		"serviceAccount": map[string]any{"create": false},
 		"rbac":           map[string]any{"create": false},
+		// Grants no delete and no list of every type.
+		"deleteCreatedNamespaces": false,
 	})
 }
 

@@ -25,6 +25,7 @@ import (
 	labelselection "k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -47,6 +48,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/emptyns"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
@@ -111,6 +113,9 @@ type Options struct {
 	// SweepUnbound lets the sweep delete the copies and state of unbound
 	// workspaces (see sweeper.goneWorkspaces).
 	SweepUnbound bool
+	// DeleteCreatedNamespaces lets the sweep delete the namespaces the
+	// agent created for workspaces that are gone, once they are empty.
+	DeleteCreatedNamespaces bool
 	// PatrolInterval and PatrolReport configure the sync controllers'
 	// patrollers (see syncctrl.Patrol).
 	PatrolInterval time.Duration
@@ -255,8 +260,17 @@ func Add(mgr manager.Manager, opts Options) error {
 		return err
 	}
 	if opts.StateSweepInterval > 0 && !opts.ReleaseOnly {
-		if err := mgr.Add(&sweeper{fleet: f, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clients: endpointClientsFor(opts.Target.Config),
-			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, unbound: opts.SweepUnbound, log: log}); err != nil {
+		sw := &sweeper{fleet: f, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clients: endpointClientsFor(opts.Target.Config),
+			namespace: opts.Namespace, agentName: opts.AgentName, interval: opts.StateSweepInterval, unbound: opts.SweepUnbound, log: log}
+		if opts.DeleteCreatedNamespaces {
+			dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+			if err != nil {
+				return fmt.Errorf("failed to create the service cluster's discovery client: %w", err)
+			}
+			cached := memory.NewMemCacheClient(dc)
+			sw.discovery, sw.emptyNS = cached, &emptyns.Checker{Discovery: cached, Metadata: metadataClient}
+		}
+		if err := mgr.Add(sw); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/emptyns"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -53,6 +54,15 @@ type sweeper struct {
 	// sweeps in a row over the same endpoints is cleaned up.
 	suspects          map[string]bool
 	suspectsEndpoints string
+
+	// emptyNS, if set (--delete-created-namespaces), proves the namespaces
+	// the agent created empty before they are deleted (see
+	// createdNamespaces); discovery is its cache of the service cluster's
+	// types, renewed every sweep.
+	emptyNS   *emptyns.Checker
+	discovery interface{ Invalidate() }
+	// emptySeen are the created namespaces the previous sweep found empty.
+	emptySeen map[types.UID]bool
 }
 
 // Start sweeps every interval until ctx ends.
@@ -99,6 +109,9 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.log.Info("Deleted orphaned state Secret", "secret", secret.Name)
 	}
 	s.log.V(1).Info("State sweep done", "stateSecrets", len(secrets.Items), "deleted", deleted)
+	if s.emptyNS != nil {
+		s.createdNamespaces(ctx)
+	}
 }
 
 // orphaned reports whether every object the Secret holds state for is

@@ -324,7 +324,13 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			}
 		}
 		if destType.Namespaced && destKey.Namespace != "" {
-			created, err := ensureNamespace(ctx, destClient, destKey.Namespace)
+			var labels map[string]string
+			if e.Origin == related.SideKcp {
+				// Into the service cluster: a namespace the agent may
+				// delete again once the workspace is gone.
+				labels = createdNamespaceLabels(s.AgentName, ws.Cluster)
+			}
+			created, err := ensureNamespace(ctx, destClient, destKey.Namespace, labels)
 			if err != nil {
 				if r := refusal(e, "Namespace", types.NamespacedName{Name: destKey.Namespace}, false, err); r != nil {
 					return res, r

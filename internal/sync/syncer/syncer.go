@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
@@ -351,7 +352,7 @@ func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, p state.Primary) 
 func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	if key.Namespace != "" {
-		created, err := ensureNamespace(ctx, s.Service, key.Namespace)
+		created, err := ensureNamespace(ctx, s.Service, key.Namespace, createdNamespaceLabels(s.AgentName, p.Remote.Cluster))
 		if err != nil {
 			return Result{}, err
 		}
@@ -422,9 +423,9 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 	return res, nil
 }
 
-// ensureNamespace creates a namespace through c unless it exists; it
-// reports whether it created one.
-func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string) (bool, error) {
+// ensureNamespace creates a namespace with labels through c unless it
+// exists; it reports whether it created one.
+func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string, labels map[string]string) (bool, error) {
 	ns := &corev1.Namespace{}
 	err := c.Get(ctx, types.NamespacedName{Name: name}, ns)
 	if err == nil {
@@ -433,11 +434,19 @@ func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name strin
 	if !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("failed to get namespace %s: %w", name, err)
 	}
-	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("failed to create namespace %s: %w", name, err)
 	}
 	return true, nil
+}
+
+// createdNamespaceLabels are the labels of a service-cluster namespace the
+// agent creates for a workspace: once the workspace is gone and nothing
+// lives in it any more, the agent may delete it (see the syncmanager's
+// sweep).
+func createdNamespaceLabels(agentName, cluster string) map[string]string {
+	return map[string]string{keys.CreatedBy: agentName, keys.CreatedForCluster: cluster}
 }
 
 // updateSpec brings the local copy of obj in line with desired (contract

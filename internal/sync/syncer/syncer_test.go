@@ -173,6 +173,14 @@ func TestSyncer_createThenSteadyState(t *testing.T) {
 	if local.Object["spec"].(map[string]any)["color"] != "blue" {
 		t.Errorf("spec not copied: %v", local.Object["spec"])
 	}
+	// The namespace it created says whose it is and for which workspace.
+	ns := &corev1.Namespace{}
+	if err := e.service.Get(context.Background(), types.NamespacedName{Name: cluster}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: cluster}, ns.Labels); diff != "" {
+		t.Errorf("the created namespace's labels (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff([]string{ReasonObjectAccepted, ReasonObjectPlaced}, e.events); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
