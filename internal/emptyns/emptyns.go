@@ -2,8 +2,8 @@
 // anything but what Kubernetes puts into every namespace. The agent deletes
 // a namespace it created only on its word, so it never guesses: a type it
 // may not list, or an API group whose discovery failed, makes the answer
-// "cannot tell", never "empty". It reads metadata only, at most two items
-// of a type, and writes nothing.
+// "cannot tell", never "empty". It reads metadata only, a few items of a
+// type at most, and writes nothing.
 package emptyns
 
 import (
@@ -45,10 +45,11 @@ type Checker struct {
 }
 
 // everyNamespace are the objects Kubernetes itself puts into every
-// namespace (the root CA bundle, the default service account); Events come
-// and go on their own.
+// namespace (the root CA bundle, the default service account), and the CA
+// bundles Istio and OpenShift add to every namespace; Events come and go
+// on their own.
 var everyNamespace = map[schema.GroupResource][]string{
-	{Resource: "configmaps"}:                     {"kube-root-ca.crt"},
+	{Resource: "configmaps"}:                     {"kube-root-ca.crt", "istio-ca-root-cert", "openshift-service-ca.crt"},
 	{Resource: "serviceaccounts"}:                {"default"},
 	{Resource: "events"}:                         nil,
 	{Group: "events.k8s.io", Resource: "events"}: nil,
@@ -80,8 +81,9 @@ func (c *Checker) Check(ctx context.Context, ns string) (Verdict, error) {
 			if always && ignored == nil {
 				continue
 			}
-			// Two items: a list of one could be the one Kubernetes adds.
-			items, err := c.Metadata.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 2})
+			// One more than can be ignored: a full list of ignored ones
+			// could hide one that is not.
+			items, err := c.Metadata.Resource(gv.WithResource(r.Name)).Namespace(ns).List(ctx, metav1.ListOptions{Limit: int64(len(ignored) + 1)})
 			switch {
 			case apierrors.IsForbidden(err):
 				return Verdict{Unknown: fmt.Sprintf("the agent may not list %s", gr)}, nil

@@ -42,6 +42,12 @@ const (
 	// CreatedForCluster (ours) labels a namespace the agent created with
 	// the logical cluster of the workspace it was created for.
 	CreatedForCluster = "syncagent.kcp.io/created-for-cluster"
+	// DeletionCandidate (ours) is the annotation with which the sweep
+	// marks a created namespace it found empty; the next sweep deletes the
+	// namespace only if nothing changed it since. Every agent that is about
+	// to write into a namespace removes the mark first, which changes the
+	// namespace and so stops the deletion.
+	DeletionCandidate = "syncagent.kcp.io/deletion-candidate"
 
 	// ObjectState labels the state Secrets.
 	ObjectState = "syncagent.kcp.io/object-state"

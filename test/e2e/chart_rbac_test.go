@@ -73,6 +73,9 @@ func TestSyncForbiddenLocalType(t *testing.T) {
 		"apiExportEndpointSliceName": f.Export.Name,
 		"kcpKubeconfig":              "kcp-kubeconfig",
 		"extraFlags":                 []any{"--log-format=Console"},
+		// The least privilege this test is about: without the list of
+		// every type the namespace cleanup needs.
+		"deleteCreatedNamespaces": false,
 		"rbac": map[string]any{"extraRules": []any{
 			map[string]any{"apiGroups": []any{"example.com"}, "resources": []any{"things"},
 				"verbs": []any{"get", "list", "watch", "create", "update", "patch", "delete"}},

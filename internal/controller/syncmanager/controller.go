@@ -171,7 +171,7 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, released, warned and failed.
+	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, released, earlierDone, warned and failed.
 	servedMu sync.Mutex
 	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
 	kcpTypes map[string]agentdiscovery.TypeInfo
@@ -190,6 +190,9 @@ type reconciler struct {
 	// released remembers the PublishedResources released in release-only
 	// mode (Options.ReleaseOnly).
 	released map[types.UID]bool
+	// earlierDone remembers, per PublishedResource, what its last finished
+	// release of earlier projections released.
+	earlierDone map[string]earlierDone
 	// endpointClients reaches the workspaces of an endpoint.
 	endpointClients endpointClients
 	// informers counts the sync controllers' uses of the service-side
@@ -337,6 +340,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		releasing:     map[string]int{},
 
 		conflictReleased: map[types.UID]bool{},
+		earlierDone:      map[string]earlierDone{},
 		warned:           map[string]bool{},
 		prEvents:         mgr.GetEventRecorderFor(ControllerName),
 		review:           requestReviewer(metadataClient),
@@ -578,9 +582,13 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // release worker; the pass's end brings the next call, which logs its
 // result.
 func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []string) {
-	// A release of earlier projections may have run on: once it ended it
-	// is done with (the PublishedResource, its record, is gone).
+	// A release of earlier projections may run on: it releases what it
+	// started with (its end finds the record gone with the
+	// PublishedResource) and is forgotten once it ended.
 	r.releases.forgetFinished(func(k jobKey) bool { return k.pr == prName && k.earlier() })
+	r.servedMu.Lock()
+	delete(r.earlierDone, prName)
+	r.servedMu.Unlock()
 	if job := r.releases.finishedJob(allOf(prName)); job != nil {
 		r.logStoppedRelease(ctx, prName, int(job.progress.released.Load()), job.err)
 		return
@@ -686,7 +694,7 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 // release's result.
 func (r *reconciler) releaseAllJob(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (job *releaseJob, done bool, err error) {
 	// It covers the earlier projections too.
-	r.releases.cancelWhere(func(k jobKey) bool { return k.pr == pr.Name && k.earlier() })
+	r.forgetEarlier(pr.Name)
 	snapshot := pr.DeepCopy()
 	job, err = r.releases.start(ctx, allOf(pr.Name), func(ctx context.Context, p *releaseProgress) error {
 		return r.releaseAll(ctx, snapshot, urls, p)
@@ -886,9 +894,21 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	// Recorded before the controller can give any object our finalizer.
 	current := schema.GroupResource{Group: remoteGVK.Group, Resource: projected.Spec.Names.Plural}
 	if recorded := syncedResources(pr); !slices.Contains(recorded, current) {
-		if err := r.setSyncedResources(ctx, pr, append(recorded, current)); err != nil {
+		// Locked: pr may come from a cache that has not seen the last
+		// change of the record (this worker's, or a release's).
+		err := r.setSyncedResources(ctx, pr, append(recorded, current), true)
+		if apierrors.IsConflict(err) {
+			return keptSyncReady(pr), reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		if err != nil {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
 		}
+	}
+	// No release of the projections before another one may run on while
+	// the controller of this one starts.
+	if err := r.stopOtherEarlier(ctx, pr.Name, current); err != nil {
+		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "Waiting for the release of an earlier projection's objects to stop: %v", err),
+			reconcile.Result{RequeueAfter: releaseProgressInterval}, nil
 	}
 	prCopy := pr.DeepCopy()
 	localGVR := localGVK.GroupVersion().WithResource(src.Spec.Names.Plural)
@@ -942,6 +962,15 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return r.releaseEarlier(ctx, pr, current, urls, p)
 	}, &cond, &result)
 	return cond, result, nil
+}
+
+// keptSyncReady is pr's SyncReady condition as it is (a reconcile that
+// decided nothing), or ControllerStarting if it has none.
+func keptSyncReady(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
+	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil {
+		return *c
+	}
+	return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "The sync controller is starting.")
 }
 
 // syncCondition is SyncReady for a controller in status st.

@@ -444,8 +444,9 @@ func syncedResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupReso
 }
 
 // setSyncedResources records the kcp resources on the PublishedResource,
-// writing only if that changes it.
-func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, grs []schema.GroupResource) error {
+// writing only if that changes it; locked, the write fails with a conflict
+// if the PublishedResource changed since pr was read.
+func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, grs []schema.GroupResource, locked bool) error {
 	names := make([]string, 0, len(grs))
 	for _, gr := range grs {
 		names = append(names, gr.String())
@@ -460,7 +461,11 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 	if value == "" {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{keys.SyncedResources: v}}})
+	meta := map[string]any{"annotations": map[string]any{keys.SyncedResources: v}}
+	if locked {
+		meta["resourceVersion"] = pr.ResourceVersion
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}

@@ -187,8 +187,9 @@ func (j *releaseJobs) cancel(key jobKey) {
 	j.cancelWhere(func(k jobKey) bool { return k == key })
 }
 
-// cancelWhere stops and forgets the jobs whose key matches.
-func (j *releaseJobs) cancelWhere(match func(jobKey) bool) {
+// cancelWhere stops and forgets the jobs whose key matches, and returns
+// them (their done closes once they returned).
+func (j *releaseJobs) cancelWhere(match func(jobKey) bool) []*releaseJob {
 	j.mu.Lock()
 	var stop []*releaseJob
 	for k, job := range j.jobs {
@@ -201,4 +202,5 @@ func (j *releaseJobs) cancelWhere(match func(jobKey) bool) {
 	for _, job := range stop {
 		job.cancel()
 	}
+	return stop
 }

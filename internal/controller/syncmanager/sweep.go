@@ -61,8 +61,11 @@ type sweeper struct {
 	// types, renewed every sweep.
 	emptyNS   *emptyns.Checker
 	discovery interface{ Invalidate() }
-	// emptySeen are the created namespaces the previous sweep found empty.
-	emptySeen map[types.UID]bool
+	// candidates are the created namespaces the previous sweep found empty
+	// and marked, with the resourceVersion the mark gave them, and the
+	// endpoints that sweep listed the bindings of.
+	candidates          map[types.UID]string
+	candidatesEndpoints string
 }
 
 // Start sweeps every interval until ctx ends.
@@ -92,8 +95,12 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
+	var bound *bindings
+	if s.unbound || s.emptyNS != nil {
+		bound = s.bindings(ctx)
+	}
 	if s.unbound {
-		s.goneWorkspaces(ctx, secrets.Items)
+		s.goneWorkspaces(ctx, secrets.Items, bound)
 	}
 	deleted := 0
 	for i := range secrets.Items {
@@ -110,8 +117,31 @@ func (s *sweeper) sweep(ctx context.Context) {
 	}
 	s.log.V(1).Info("State sweep done", "stateSecrets", len(secrets.Items), "deleted", deleted)
 	if s.emptyNS != nil {
-		s.createdNamespaces(ctx)
+		s.createdNamespaces(ctx, bound)
 	}
+}
+
+// bindings is what one sweep found out about the workspaces that bind the
+// export: those of every endpoint's binding list (bound), and the
+// endpoints listed. err says it could not tell (an endpoint could not be
+// listed, a binding names no workspace, no endpoint is connected).
+type bindings struct {
+	bound     map[string]bool
+	endpoints string
+	err       error
+}
+
+// gone reports whether the workspace was found unbound: not in any
+// endpoint's binding list, and not engaged.
+func (b *bindings) gone(f *fleet, ws string) bool {
+	return b.err == nil && !b.bound[ws] && f.engagedCluster(ws) == nil
+}
+
+// bindings lists the export's bindings on every connected endpoint.
+func (s *sweeper) bindings(ctx context.Context) *bindings {
+	urls := s.fleet.endpointURLs()
+	bound, err := s.boundWorkspaces(ctx, urls)
+	return &bindings{bound: bound, endpoints: strings.Join(urls, " "), err: err}
 }
 
 // orphaned reports whether every object the Secret holds state for is
@@ -179,7 +209,7 @@ var apiBindings = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1
 // over the same set of endpoints, listed the bindings of every endpoint
 // without an error and did not find it, and it is not engaged. Copies
 // without this agent's label (of other or older agents) are left alone.
-func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
+func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b *bindings) {
 	// Anything that cannot be decided starts the count again.
 	suspects, endpoints := s.suspects, s.suspectsEndpoints
 	s.suspects, s.suspectsEndpoints = nil, ""
@@ -199,19 +229,17 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret) {
 	if len(named) == 0 {
 		return
 	}
-	urls := s.fleet.endpointURLs()
-	bound, err := s.boundWorkspaces(ctx, urls)
-	if err != nil {
-		s.log.Info("Cannot tell which workspaces bind the export; the sweep of unbound workspaces waits", "error", err.Error())
+	if b.err != nil {
+		s.log.Info("Cannot tell which workspaces bind the export; the sweep of unbound workspaces waits", "error", b.err.Error())
 		return
 	}
 	gone := map[string]bool{}
 	for ws := range named {
-		if !bound[ws] && s.fleet.engagedCluster(ws) == nil {
+		if b.gone(s.fleet, ws) {
 			gone[ws] = true
 		}
 	}
-	s.suspects, s.suspectsEndpoints = gone, strings.Join(urls, " ")
+	s.suspects, s.suspectsEndpoints = gone, b.endpoints
 	confirmed := map[string]bool{}
 	if endpoints == s.suspectsEndpoints {
 		for ws := range gone {

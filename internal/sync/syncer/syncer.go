@@ -424,11 +424,20 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 }
 
 // ensureNamespace creates a namespace with labels through c unless it
-// exists; it reports whether it created one.
+// exists; it reports whether it created one. An existing namespace that an
+// agent's sweep marked for deletion (found empty) loses the mark before
+// anything is written into it: that changes the namespace, and the sweep
+// deletes only a namespace that did not change since its mark.
 func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string, labels map[string]string) (bool, error) {
 	ns := &corev1.Namespace{}
 	err := c.Get(ctx, types.NamespacedName{Name: name}, ns)
 	if err == nil {
+		if _, marked := ns.Annotations[keys.DeletionCandidate]; marked {
+			patch := []byte(`{"metadata":{"annotations":{"` + keys.DeletionCandidate + `":null}}}`)
+			if err := c.Patch(ctx, ns, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+				return false, fmt.Errorf("failed to remove the deletion mark of namespace %s: %w", name, err)
+			}
+		}
 		return false, nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -1048,3 +1048,28 @@ func TestSyncer_oldKindsCopyIsNotTakenOver(t *testing.T) {
 	}
 	readOld()
 }
+
+// TestSyncer_removesTheDeletionMark: a namespace that a sweep marked for
+// deletion (found empty) loses the mark before the copy is created in it,
+// so the sweep's deletion, conditional on the namespace not changing since
+// the mark, fails.
+func TestSyncer_removesTheDeletionMark(t *testing.T) {
+	marked := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster, ResourceVersion: "7",
+		Annotations: map[string]string{keys.DeletionCandidate: "2026-11-28T00:00:00Z", "other": "kept"}}}
+	e := newEnv(t, marked)
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	if _, err := e.converge(t, "default", "foo"); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{}
+	if err := e.service.Get(context.Background(), types.NamespacedName{Name: cluster}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"other": "kept"}, ns.Annotations); diff != "" {
+		t.Errorf("annotations of the marked namespace (-want +got):\n%s", diff)
+	}
+	if ns.ResourceVersion == "7" {
+		t.Error("the namespace did not change: a sweep's conditional delete would go through")
+	}
+	e.localCopy(t)
+}
