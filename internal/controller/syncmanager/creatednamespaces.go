@@ -32,23 +32,28 @@ import (
 //
 // Anything else keeps a namespace (copies, objects the agent did not
 // create, a type the agent may not list), and a mark that no longer holds
-// is removed. b is this sweep's binding list; one that could not be read
-// decides nothing.
-func (s *sweeper) createdNamespaces(ctx context.Context, b *bindings) {
+// is removed. bound returns this sweep's binding list; one that could not
+// be read decides nothing.
+func (s *sweeper) createdNamespaces(ctx context.Context, bound func() *bindings) {
 	prev, prevEndpoints := s.candidates, s.candidatesEndpoints
-	s.candidates, s.candidatesEndpoints = map[types.UID]string{}, b.endpoints
-	if b.err != nil {
-		s.log.V(1).Info("Cannot tell which workspaces bind the export; created namespaces are kept", "error", b.err.Error())
-		return
-	}
-	if prevEndpoints != b.endpoints {
-		prev = nil // another set of endpoints: start again
-	}
+	s.candidates, s.candidatesEndpoints = map[types.UID]string{}, ""
 	var list metav1.PartialObjectMetadataList
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
 	if err := s.reader.List(ctx, &list, ctrlruntimeclient.MatchingLabels{keys.CreatedBy: s.agentName}); err != nil {
 		s.log.Error(err, "Failed to list the namespaces the agent created")
 		return
+	}
+	if len(list.Items) == 0 {
+		return
+	}
+	b := bound()
+	if b.err != nil {
+		s.log.V(1).Info("Cannot tell which workspaces bind the export; created namespaces are kept", "error", b.err.Error())
+		return
+	}
+	s.candidatesEndpoints = b.endpoints
+	if prevEndpoints != b.endpoints {
+		prev = nil // another set of endpoints: start again
 	}
 	s.discovery.Invalidate()
 	for i := range list.Items {

@@ -140,7 +140,7 @@ func TestSweepCreatedNamespaces(t *testing.T) {
 		if step.before != nil {
 			step.before()
 		}
-		sw.createdNamespaces(ctx, step.bindings)
+		sw.createdNamespaces(ctx, func() *bindings { return step.bindings })
 		names, marked := left()
 		if diff := cmp.Diff(step.wantLeft, names); diff != "" {
 			t.Errorf("%s: namespaces left (-want +got):\n%s", step.name, diff)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -95,10 +96,8 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
-	var bound *bindings
-	if s.unbound || s.emptyNS != nil {
-		bound = s.bindings(ctx)
-	}
+	// Listed once a part of the sweep needs it.
+	bound := sync.OnceValue(func() *bindings { return s.bindings(ctx) })
 	if s.unbound {
 		s.goneWorkspaces(ctx, secrets.Items, bound)
 	}
@@ -209,7 +208,7 @@ var apiBindings = schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1
 // over the same set of endpoints, listed the bindings of every endpoint
 // without an error and did not find it, and it is not engaged. Copies
 // without this agent's label (of other or older agents) are left alone.
-func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b *bindings) {
+func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, bound func() *bindings) {
 	// Anything that cannot be decided starts the count again.
 	suspects, endpoints := s.suspects, s.suspectsEndpoints
 	s.suspects, s.suspectsEndpoints = nil, ""
@@ -229,6 +228,7 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 	if len(named) == 0 {
 		return
 	}
+	b := bound()
 	if b.err != nil {
 		s.log.Info("Cannot tell which workspaces bind the export; the sweep of unbound workspaces waits", "error", b.err.Error())
 		return

@@ -203,7 +203,7 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 		if err := service.List(context.Background(), &secrets); err != nil {
 			t.Fatal(err)
 		}
-		sw.goneWorkspaces(context.Background(), secrets.Items, sw.bindings(context.Background()))
+		sw.goneWorkspaces(context.Background(), secrets.Items, func() *bindings { return sw.bindings(context.Background()) })
 		if diff := cmp.Diff(step.want, left()); diff != "" {
 			t.Errorf("%s: objects left (-want +got):\n%s", step.name, diff)
 		}
