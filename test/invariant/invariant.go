@@ -84,6 +84,12 @@ type Resource struct {
 	// Conditions: the PublishedResource Name must say that it syncs
 	// (Ready=True, SyncReady=True/Running).
 	Conditions bool
+	// Released: no running controller of the agent selects the
+	// PublishedResource (it was deleted, or the agent's selector leaves it
+	// out), so none of its kcp objects, nor their kcp-origin related
+	// sources, may carry a finalizer of the agent; their copies and state
+	// stay (a release leaves them, contract §7 #14) and are not compared.
+	Released bool
 }
 
 // Key names a kcp object; Namespace is empty for cluster-scoped ones.
@@ -122,6 +128,9 @@ type Checker struct {
 	// other logical cluster are orphans.
 	Workspaces []Workspace
 	Resources  []Resource
+	// CreatedNamespaces: the agent deletes the namespaces it created for
+	// workspaces that are gone once they are empty (RuleGoneNamespace).
+	CreatedNamespaces bool
 
 	// secrets holds the Secrets listed during one Check, by side ("" for
 	// the service cluster, else the workspace) and namespace: one list per
@@ -159,6 +168,7 @@ const (
 	RuleRelatedStale     = "no-stale-related-copy"
 	RuleServiceKept      = "service-fields-kept"
 	RuleConditions       = "conditions-true"
+	RuleNoController     = "no-finalizer-without-controller"
 )
 
 func (k Key) String() string {
@@ -205,6 +215,13 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 		return nil, err
 	}
 	out = append(out, vs...)
+	if c.CreatedNamespaces {
+		vs, err = c.checkCreatedNamespaces(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Rule != out[j].Rule {
 			return out[i].Rule < out[j].Rule
@@ -280,6 +297,13 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 			if hasFinalizer || slices.Contains(obj.GetFinalizers(), keys.CleanupFinalizer) {
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			}
+			continue
+		}
+		if r.Released {
+			if hasFinalizer || slices.Contains(obj.GetFinalizers(), keys.CleanupFinalizer) {
+				out = append(out, Violation{RuleNoController, k.String(), "no finalizer of this agent: no running controller selects " + r.Name, fmt.Sprint(obj.GetFinalizers())})
+			}
+			markState(r, live, k)
 			continue
 		}
 		cps := byPrimary[k]
@@ -368,7 +392,7 @@ func (r Resource) copyAllowed(obj *unstructured.Unstructured, finalizer string) 
 	if obj == nil || obj.GetDeletionTimestamp() != nil {
 		return false
 	}
-	return r.Selected == nil || r.Selected(obj) || slices.Contains(obj.GetFinalizers(), finalizer)
+	return r.Released || r.Selected == nil || r.Selected(obj) || slices.Contains(obj.GetFinalizers(), finalizer)
 }
 
 // finalizer is the agent's own finalizer on kcp objects.

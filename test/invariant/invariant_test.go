@@ -111,6 +111,8 @@ type world struct {
 	kcp     map[string][]ctrlruntimeclient.Object
 	service []ctrlruntimeclient.Object
 	kept    map[Key]bool
+	// released: no running controller selects the PublishedResource.
+	released bool
 }
 
 func consistent() *world {
@@ -135,6 +137,7 @@ func (w *world) check(t *testing.T) []Violation {
 	c := &Checker{
 		Service:   fake.NewClientBuilder().WithObjects(w.service...).Build(),
 		AgentName: "agent", AgentNamespace: "kcp-system",
+		CreatedNamespaces: true,
 		Resources: []Resource{{
 			Name: "things", Kcp: kcpThing, Local: localThing, KcpNamespaced: true, Status: true,
 			Spec: func(kcp map[string]any) map[string]any {
@@ -158,7 +161,8 @@ func (w *world) check(t *testing.T) []Violation {
 				return nil, nil
 			},
 			Kept:       w.kept,
-			Conditions: true,
+			Conditions: !w.released,
+			Released:   w.released,
 		}},
 	}
 	for _, ws := range []string{"ws1", "ws2"} {
@@ -317,6 +321,25 @@ func TestChecker(t *testing.T) {
 			gadget.SetName(stateName(schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}, Key{"ws1", "default", "a"}))
 			w.service = append(w.service, gadget)
 		}, want: []string{"no-orphan-state kcp-system/" + stateName(schema.GroupVersionKind{Group: "kcp.example.com", Version: "v1", Kind: "Gadget"}, Key{"ws1", "default", "a"})}},
+		{name: "a released PublishedResource's objects keep their copies, related copies and state, without our finalizer", change: func(w *world) {
+			w.released = true
+			for _, ws := range []string{"ws1", "ws2"} {
+				for _, o := range w.kcp[ws] {
+					o.SetFinalizers(nil)
+				}
+			}
+		}},
+		{name: "an object of a released PublishedResource keeps our finalizer, another the legacy one, and a related source ours", change: func(w *world) {
+			w.released = true
+			w.kcp["ws2"][0].SetFinalizers([]string{"syncagent.kcp.io/cleanup"})
+		}, want: []string{"finalizer ws1|default/a-secret", "no-finalizer-without-controller ws1|default/a", "no-finalizer-without-controller ws2|default/b"}},
+		{name: "an empty namespace created for a workspace that is gone", change: func(w *world) {
+			w.service = append(w.service, createdNamespace("ws7", "ws7", "agent", false), createdNamespace("x-ws8", "ws8", "agent", false))
+		}, want: []string{"no-namespace-of-gone-workspace ws7", "no-namespace-of-gone-workspace x-ws8"}},
+		{name: "created namespaces that stay: being deleted, holding a Secret, of a bound workspace, shared, another agent's", change: func(w *world) {
+			w.service = append(w.service, createdNamespace("ws7", "ws7", "agent", true), createdNamespace("ws8", "ws8", "agent", false), secret("ws8", "someones"),
+				createdNamespace("ws1", "ws1", "agent", false), createdNamespace("shared", "ws9", "agent", false), createdNamespace("ws6", "ws6", "other", false))
+		}},
 		{name: "another agent's copies are not ours to judge", change: func(w *world) {
 			other := localCopy("ws9", "z", nil)
 			labels := other.GetLabels()
@@ -377,4 +400,17 @@ func TestCheckerRefusesWhatItWouldJudgeWrongly(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+}
+
+// createdNamespace is a namespace agent created for the workspace cluster.
+func createdNamespace(name, cluster, agent string, deleting bool) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{}
+	o.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"})
+	o.SetName(name)
+	o.SetLabels(map[string]string{labelCreatedBy: agent, labelCreatedFor: cluster})
+	if deleting {
+		o.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		o.SetFinalizers([]string{"kubernetes"})
+	}
+	return o
 }
