@@ -28,10 +28,22 @@ func converged(t *testing.T, f *framework.Fixture, workspaces []*framework.Works
 // violation what touched its object.
 func convergedExplained(t *testing.T, f *framework.Fixture, workspaces []*framework.Workspace, explain func(invariant.Violation) string, resources ...invariant.Resource) {
 	t.Helper()
+	convergedChecked(t, checkerOf(f, workspaces, resources...), explain)
+}
+
+// checkerOf is the invariant checker of the fixture's agent, workspaces
+// and resources.
+func checkerOf(f *framework.Fixture, workspaces []*framework.Workspace, resources ...invariant.Resource) *invariant.Checker {
 	c := &invariant.Checker{Service: f.Service.Client, AgentName: f.Export.Name + "-syncagent", AgentNamespace: framework.AgentNamespace, Resources: resources}
 	for _, w := range workspaces {
 		c.Workspaces = append(c.Workspaces, invariant.Workspace{Cluster: w.ClusterName, Client: w.Client})
 	}
+	return c
+}
+
+// convergedChecked is convergedExplained with a checker of the caller's.
+func convergedChecked(t *testing.T, c *invariant.Checker, explain func(invariant.Violation) string) {
+	t.Helper()
 	// The violations and read errors are kept apart: a read cut off by
 	// the deadline must not hide what the checker found before.
 	var violations string

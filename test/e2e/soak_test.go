@@ -120,7 +120,11 @@ func soakPRs() []*syncagentv1alpha1.PublishedResource {
 		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .ClusterName }}", Namespace: "soak-gadgets"}
 		s.Filter = &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchLabels: map[string]string{soakSelectLabel: "yes"}}}
 	})
-	return []*syncagentv1alpha1.PublishedResource{things, widgets, gadgets}
+	prs := []*syncagentv1alpha1.PublishedResource{things, widgets, gadgets}
+	for _, pr := range prs {
+		pr.Labels = map[string]string{soakAgentLabel: "yes"}
+	}
+	return prs
 }
 
 func soakCRDs() []*apiextensionsv1.CustomResourceDefinition {
@@ -165,8 +169,13 @@ func TestSoak(t *testing.T) {
 	for _, pr := range soakPRs() {
 		framework.Must(t, f.Service.Client.Create(t.Context(), pr), "create PublishedResource %s", pr.Name)
 	}
-	leader := "--enable-leader-election=true"
-	replicas := &replicaSet{t: t, args: f.AgentArgs(leader), pprof: map[*framework.Agent]string{}}
+	// The replicas select the PublishedResources by a label (the
+	// administrator deselects one by removing it), sweep every few seconds
+	// and keep the namespaces they created until the final phase (see
+	// finalPhase).
+	args := f.AgentArgs("--enable-leader-election=true", "--published-resource-selector="+soakAgentLabel+"=yes",
+		"--state-sweep-interval=5s", "--delete-created-namespaces=false")
+	replicas := &replicaSet{t: t, args: args, pprof: map[*framework.Agent]string{}}
 	replicas.start(nil)
 	for _, pr := range soakPRs() {
 		f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
@@ -229,15 +238,33 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 
-	// Quiescence: every change is undone (the administrator's and the
-	// faults' second halves ran), two replicas run; then both sides must
-	// agree and the PublishedResources say that they sync.
+	// The final phase leaves some changes in place: a workspace unbound
+	// while no replica ran, maybe the widgets deselected.
+	widgetsLeft := w.finalPhase(t, rand.New(rand.NewPCG(seed, 300)), replicas, log)
+	controllers := len(soakKinds)
+	if widgetsLeft {
+		controllers--
+	}
+	check := func() {
+		t.Helper()
+		resources := w.resources()
+		if widgetsLeft {
+			resources[1].Released, resources[1].Conditions = true, false
+		}
+		c := checkerOf(f, w.ws, resources...)
+		c.CreatedNamespaces = true
+		convergedChecked(t, c, log.explain)
+	}
+
+	// Quiescence: every other change is undone (the administrator's and
+	// the faults' second halves ran), two replicas run; then both sides
+	// must agree and the PublishedResources say that they sync.
 	log.add("quiescence")
 	replicas.heal(log)
 	quiet := time.Now()
-	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
+	check()
 	log.add("converged after %s", time.Since(quiet).Round(time.Second))
-	replicas.oneLeaderRunning(t, len(soakKinds))
+	replicas.oneLeaderRunning(t, controllers)
 
 	// The leader that lived through the run holds no more goroutines than
 	// a fresh leader of the same workspaces: it is stopped, the standby
@@ -250,7 +277,7 @@ func TestSoak(t *testing.T) {
 	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
 	survivor.Stop(30 * time.Second)
 	replicas.heal(log)
-	replicas.oneLeaderRunning(t, len(soakKinds))
+	replicas.oneLeaderRunning(t, controllers)
 	// The new leader does the same kinds of work in every workspace (a
 	// Thing with a related Secret each way: Events, related informers),
 	// so that both counts include the structures built lazily per
@@ -265,7 +292,7 @@ func TestSoak(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
+	check()
 	time.Sleep(soakSettle)
 	newLeader := replicas.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
@@ -414,8 +441,9 @@ func (w *soakWorld) operatorSet(cp *unstructured.Unstructured, value string) {
 	}
 }
 
-// kept are the widgets deleted while their PublishedResource was gone, or
-// whose deletion was still pending when it was deleted: their copies stay.
+// kept are the widgets deleted while their PublishedResource was gone or
+// deselected, or whose deletion was still pending when it went: their
+// copies stay.
 func (w *soakWorld) kept() map[invariant.Key]bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -465,10 +493,12 @@ func (w *soakWorld) resources() []invariant.Resource {
 }
 
 // admin makes one administrator change and undoes it: a PublishedResource
-// disabled and enabled again, changed (a filter that selects every object)
-// and changed back, deleted and re-created (widgets); a workspace unbound
-// and bound again; a new workspace bound. The undo runs even when the run
-// ends meanwhile, so that quiescence finds the configuration of the start.
+// disabled and enabled again, changed (a filter that selects every object,
+// or one that leaves the red Things out) and changed back, deleted and
+// re-created or deselected and selected again (widgets); a workspace
+// unbound and bound again; a new workspace bound. The undo runs even when
+// the run ends meanwhile, so that quiescence finds the configuration of
+// the start (finalPhase then leaves some changes in place).
 func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 	ctx := t.Context()
 	pause := func() { time.Sleep(time.Duration(2+rnd.IntN(7)) * time.Second) }
@@ -493,6 +523,10 @@ func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 		if k == soakGadgets {
 			k = soakThings // its filter is part of what the checker expects
 		}
+		if k == soakThings && rnd.IntN(2) == 0 {
+			w.excludeRed(ctx, pause, result)
+			return
+		}
 		everything := &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "soak-never", Operator: metav1.LabelSelectorOpDoesNotExist},
 		}}}
@@ -500,38 +534,11 @@ func (w *soakWorld) admin(t *testing.T, rnd *rand.Rand, log *opLog) {
 		pause()
 		result("admin-pr-restore "+k.pr, w.updatePR(ctx, k.pr, func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = nil }))
 	case n < 65:
-		w.mu.Lock()
-		w.gone = append(w.gone, [2]time.Time{time.Now()})
-		window := len(w.gone) - 1
-		w.mu.Unlock()
-		// Deletions still pending (say, while no replica leads) are
-		// released, not cleaned up, once the PublishedResource is deleted.
-		result("admin-pending-widget-deletions", retryUnavailable(ctx, func() error { return w.keepPendingWidgets(ctx) }))
-		result("admin-pr-delete widgets", w.deletePR(ctx, "widgets"))
+		// Deleted and created again, or deselected and selected again.
+		deselect := rnd.IntN(2) == 0
+		window := w.widgetsAway(ctx, deselect, result)
 		pause()
-		err := retryUnavailable(ctx, func() error {
-			err := w.f.Service.Client.Create(ctx, soakPRs()[1])
-			if apierrors.IsAlreadyExists(err) { // created before the server's answer was lost
-				return nil
-			}
-			return err
-		})
-		if err == nil {
-			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
-				pr := &syncagentv1alpha1.PublishedResource{}
-				err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
-				return err == nil && framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)(pr), err
-			})
-		}
-		// The window ends once the controller has put the finalizer back on
-		// every live widget: a deletion before that is not cleaned up.
-		if err == nil {
-			err = poll(ctx, soakAdminTimeout, w.widgetsGuarded)
-		}
-		w.mu.Lock()
-		w.gone[window][1] = time.Now()
-		w.mu.Unlock()
-		result("admin-pr-recreate widgets", err)
+		w.widgetsBack(ctx, window, deselect, result)
 	case n < 85:
 		ws := w.pick(rnd)
 		w.mu.Lock()

@@ -1,0 +1,223 @@
+//go:build e2e && soak
+
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// The administrator's changes that take PublishedResources away from the
+// agent (issue 30): deselection and re-selection, and what the final phase
+// leaves in place.
+
+// soakAgentLabel selects the soak's PublishedResources for its agents
+// (--published-resource-selector): without it, one is deselected.
+const soakAgentLabel = "soak-agent"
+
+// selectPR labels a PublishedResource for the soak's agents, or removes
+// the label.
+func (w *soakWorld) selectPR(ctx context.Context, name string, selected bool) error {
+	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		if err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr); err != nil {
+			return false, err
+		}
+		if pr.Labels == nil {
+			pr.Labels = map[string]string{}
+		}
+		if selected {
+			pr.Labels[soakAgentLabel] = "yes"
+		} else {
+			delete(pr.Labels, soakAgentLabel)
+		}
+		err := w.f.Service.Client.Update(ctx, pr)
+		return err == nil, err
+	})
+}
+
+// waitReleased waits until the agent released a PublishedResource it no
+// longer selects: its release finalizer is gone (its objects lost the
+// agent's finalizer first).
+func (w *soakWorld) waitReleased(ctx context.Context, name string) error {
+	fin := keys.ReleaseFinalizer(w.f.Export.Name + "-syncagent")
+	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr)
+		return err == nil && !slices.Contains(pr.Finalizers, fin), err
+	})
+}
+
+// widgetsAway opens a window in which the widgets PublishedResource does
+// not sync: deleted, or deselected. Deletions still pending (say, while no
+// replica leads) are released, not cleaned up, and so are those in the
+// window: their copies stay. It returns the window's index.
+func (w *soakWorld) widgetsAway(ctx context.Context, deselect bool, result func(string, error)) int {
+	w.mu.Lock()
+	w.gone = append(w.gone, [2]time.Time{time.Now()})
+	window := len(w.gone) - 1
+	w.mu.Unlock()
+	result("admin-pending-widget-deletions", retryUnavailable(ctx, func() error { return w.keepPendingWidgets(ctx) }))
+	if deselect {
+		err := w.selectPR(ctx, "widgets", false)
+		if err == nil {
+			err = w.waitReleased(ctx, "widgets")
+		}
+		result("admin-pr-deselect widgets", err)
+		return window
+	}
+	result("admin-pr-delete widgets", w.deletePR(ctx, "widgets"))
+	return window
+}
+
+// widgetsBack ends the window: the widgets PublishedResource is selected
+// or created again, and syncs; the window ends once the controller has put
+// the finalizer back on every live widget (a deletion before that is not
+// cleaned up).
+func (w *soakWorld) widgetsBack(ctx context.Context, window int, deselected bool, result func(string, error)) {
+	var err error
+	op := "admin-pr-recreate widgets"
+	if deselected {
+		op = "admin-pr-reselect widgets"
+		err = w.selectPR(ctx, "widgets", true)
+	} else {
+		err = retryUnavailable(ctx, func() error {
+			err := w.f.Service.Client.Create(ctx, soakPRs()[1])
+			if apierrors.IsAlreadyExists(err) { // created before the server's answer was lost
+				return nil
+			}
+			return err
+		})
+	}
+	if err == nil {
+		err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+			pr := &syncagentv1alpha1.PublishedResource{}
+			err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
+			return err == nil && framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)(pr), err
+		})
+	}
+	if err == nil {
+		err = poll(ctx, soakAdminTimeout, w.widgetsGuarded)
+	}
+	w.mu.Lock()
+	w.gone[window][1] = time.Now()
+	w.mu.Unlock()
+	result(op, err)
+}
+
+// excludeRed leaves the Things labelled team=red out of the things
+// PublishedResource for a while (they keep their copies, related Secrets
+// and our finalizer, and a consumer's deletion of them or of their related
+// Secrets is still processed), then selects every Thing again.
+func (w *soakWorld) excludeRed(ctx context.Context, pause func(), result func(string, error)) {
+	notRed := &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"red"}},
+	}}}
+	result("admin-pr-exclude-red things", w.updatePR(ctx, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = notRed }))
+	pause()
+	result("admin-pr-include-all things", w.updatePR(ctx, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = nil }))
+}
+
+// finalPhase runs after the operations, before quiescence: one workspace
+// is unbound while no replica runs (kcp deletes its objects, whose
+// finalizers wait for the agent; once it is back they go, and the
+// namespace the agent created for it, if nothing else lives there), and,
+// by the seed, the widgets PublishedResource is left deselected. The
+// replicas start again with the deletion of created namespaces on (off
+// during the run: the test bed has no namespace controller, so a deleted
+// namespace stays Terminating, and a workspace unbound and bound again
+// during the run could not sync into it again). It returns whether the
+// widgets were left deselected.
+func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSet, log *opLog) bool {
+	ctx := t.Context()
+	result := func(op string, err error) {
+		if err != nil {
+			t.Errorf("final phase: %s: %v", op, err)
+		}
+		log.add("%s: %s", op, resultOf(err))
+	}
+	end := w.faults.begin(causeUnbind)
+	defer end()
+	replicas.stopAll(log)
+	replicas.args = append(slices.DeleteFunc(replicas.args, func(a string) bool { return a == "--delete-created-namespaces=false" }), "--delete-created-namespaces=true")
+	gone := w.unbindOne(ctx, rnd, result)
+	replicas.heal(log)
+	if gone != nil {
+		binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
+		result("final-unbound-while-down wait ws="+gone.ClusterName, poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+			err := gone.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
+			return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+		}))
+	}
+	if rnd.IntN(2) == 0 {
+		return false
+	}
+	w.widgetsAway(ctx, true, result) // the window stays open: deletions from now on keep their copies
+	return true
+}
+
+// unbindOne deletes the binding of a workspace that holds no widget kept
+// from an earlier window (its copies would outlive the workspace, as
+// designed without --sweep-unbound-workspaces) and takes it out of the
+// workspaces the checker expects; nil if there is none.
+func (w *soakWorld) unbindOne(ctx context.Context, rnd *rand.Rand, result func(string, error)) *framework.Workspace {
+	kept := w.kept()
+	w.mu.Lock()
+	var candidates []int
+	for i, ws := range w.ws {
+		holds := false
+		for k := range kept {
+			holds = holds || k.Cluster == ws.ClusterName
+		}
+		if !holds && !w.unbound[ws.ClusterName] {
+			candidates = append(candidates, i)
+		}
+	}
+	w.mu.Unlock()
+	if len(candidates) == 0 {
+		result("final-unbind-while-down: no workspace without kept widgets", nil)
+		return nil
+	}
+	w.mu.Lock()
+	i := candidates[rnd.IntN(len(candidates))]
+	ws := w.ws[i]
+	w.ws = slices.Delete(w.ws, i, i+1)
+	w.mu.Unlock()
+	binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
+	result("final-unbind-while-down ws="+ws.ClusterName, retryUnavailable(ctx, func() error { return ctrlruntimeclient.IgnoreNotFound(ws.Client.Delete(ctx, binding)) }))
+	return ws
+}
+
+// stopAll stops every replica: none leads, none syncs.
+func (r *replicaSet) stopAll(log *opLog) {
+	r.mu.Lock()
+	agents := r.agents
+	r.agents = nil
+	r.mu.Unlock()
+	for _, a := range agents {
+		a.Stop(30 * time.Second)
+	}
+	log.add("replicas-stopped")
+}
+
+// resultOf is how an operation's error is logged.
+func resultOf(err error) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return "ok"
+}
