@@ -11,6 +11,7 @@ import (
 
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -135,7 +136,8 @@ func (w *soakWorld) excludeRed(ctx context.Context, pause func(), result func(st
 // finalPhase runs after the operations, before quiescence: one workspace
 // is unbound while no replica runs (kcp deletes its objects, whose
 // finalizers wait for the agent; once it is back they go, and the
-// namespace the agent created for it, if nothing else lives there), and,
+// namespace the agent created for it once the service owner removed its
+// own Secrets there), and,
 // by the seed, the widgets PublishedResource is left deselected. The
 // replicas start again with the deletion of created namespaces on (off
 // during the run: the test bed has no namespace controller, so a deleted
@@ -161,6 +163,12 @@ func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSe
 		result("final-unbound-while-down wait ws="+gone.ClusterName, poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 			err := gone.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
 			return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+		}))
+		// The service owner removes its own Secrets (the credentials) next
+		// to the workspace's copies: the namespace is then empty, and the
+		// agent must delete it.
+		result("final-owner-cleans-up ws="+gone.ClusterName, retryUnavailable(ctx, func() error {
+			return w.f.Service.Client.DeleteAllOf(ctx, &corev1.Secret{}, ctrlruntimeclient.InNamespace(gone.ClusterName))
 		}))
 	}
 	if rnd.IntN(2) == 0 {
