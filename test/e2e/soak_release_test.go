@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -13,7 +14,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,6 +99,16 @@ func (w *soakWorld) widgetsBack(ctx context.Context, window int, deselected bool
 	if deselected {
 		op = "admin-pr-reselect widgets"
 		err = w.selectPR(ctx, "widgets", true)
+		if err == nil {
+			// Its conditions stayed as they were while it was deselected:
+			// the agent's release finalizer says it took it up again.
+			fin := keys.ReleaseFinalizer(w.f.Export.Name + "-syncagent")
+			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+				pr := &syncagentv1alpha1.PublishedResource{}
+				err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
+				return err == nil && slices.Contains(pr.Finalizers, fin), err
+			})
+		}
 	} else {
 		err = retryUnavailable(ctx, func() error {
 			err := w.f.Service.Client.Create(ctx, soakPRs()[1])
@@ -133,18 +147,18 @@ func (w *soakWorld) excludeRed(ctx context.Context, pause func(), result func(st
 	result("admin-pr-include-all things", w.updatePR(ctx, "things", func(s *syncagentv1alpha1.PublishedResourceSpec) { s.Filter = nil }))
 }
 
-// finalPhase runs after the operations, before quiescence: one workspace
-// is unbound while no replica runs (kcp deletes its objects, whose
-// finalizers wait for the agent; once it is back they go, and the
+// finalPhase runs after the operations and the checks of quiescence: one
+// workspace is unbound while no replica runs (kcp deletes its objects,
+// whose finalizers wait for the agent; once it is back they go, and the
 // namespace the agent created for it once the service owner removed its
-// own Secrets there), and,
-// by the seed, the widgets PublishedResource is left deselected. The
-// replicas start again with the deletion of created namespaces on (off
-// during the run: the test bed has no namespace controller, so a deleted
-// namespace stays Terminating, and a workspace unbound and bound again
-// during the run could not sync into it again). It returns whether the
+// own Secrets there), and, by the seed, the widgets PublishedResource is
+// left deselected. The replicas start again with the deletion of created
+// namespaces on (off during the run: the test bed has no namespace
+// controller, so a deleted namespace stays Terminating, and a workspace
+// unbound and bound again during the run could not sync into it again).
+// It returns the unbound workspace (nil if none could be) and whether the
 // widgets were left deselected.
-func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSet, log *opLog) bool {
+func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSet, log *opLog) (*framework.Workspace, bool) {
 	ctx := t.Context()
 	result := func(op string, err error) {
 		if err != nil {
@@ -164,58 +178,80 @@ func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSe
 			err := gone.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, binding)
 			return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
 		}))
-		// The service owner removes its own Secrets (the credentials) next
-		// to the workspace's copies: the namespace is then empty, and the
-		// agent must delete it.
-		result("final-owner-cleans-up ws="+gone.ClusterName, retryUnavailable(ctx, func() error {
-			return w.f.Service.Client.DeleteAllOf(ctx, &corev1.Secret{}, ctrlruntimeclient.InNamespace(gone.ClusterName))
-		}))
+		// The service owner removes its own Secrets (the credentials, not
+		// the agent's related copies) next to the workspace's copies: the
+		// namespace is then empty, and the agent must delete it.
+		notCopies, err := labels.Parse("!" + soakTokenLabel)
+		if err == nil {
+			err = retryUnavailable(ctx, func() error {
+				return w.f.Service.Client.DeleteAllOf(ctx, &corev1.Secret{}, ctrlruntimeclient.InNamespace(gone.ClusterName), ctrlruntimeclient.MatchingLabelsSelector{Selector: notCopies})
+			})
+		}
+		result("final-owner-cleans-up ws="+gone.ClusterName, err)
 	}
 	if rnd.IntN(2) == 0 {
-		return false
+		return gone, false
 	}
 	w.widgetsAway(ctx, true, result) // the window stays open: deletions from now on keep their copies
-	return true
+	return gone, true
 }
 
-// unbindOne deletes the binding of a workspace that holds no widget kept
-// from an earlier window (its copies would outlive the workspace, as
-// designed without --sweep-unbound-workspaces) and takes it out of the
-// workspaces the checker expects; nil if there is none.
+// unbindOne deletes the binding of a workspace while no replica runs,
+// waits until kcp began to delete its objects (so that their deletion
+// waits for the agent), and takes the workspace out of those the checker
+// expects bound; nil if every workspace is unbound.
 func (w *soakWorld) unbindOne(ctx context.Context, rnd *rand.Rand, result func(string, error)) *framework.Workspace {
-	kept := w.kept()
 	w.mu.Lock()
 	var candidates []int
 	for i, ws := range w.ws {
-		holds := false
-		for k := range kept {
-			holds = holds || k.Cluster == ws.ClusterName
-		}
-		if !holds && !w.unbound[ws.ClusterName] {
+		if !w.unbound[ws.ClusterName] {
 			candidates = append(candidates, i)
 		}
 	}
-	w.mu.Unlock()
 	if len(candidates) == 0 {
-		result("final-unbind-while-down: no workspace without kept widgets", nil)
+		w.mu.Unlock()
+		result("final-unbind-while-down: every workspace is unbound", errors.New("no workspace to unbind"))
 		return nil
 	}
-	w.mu.Lock()
 	i := candidates[rnd.IntN(len(candidates))]
 	ws := w.ws[i]
 	w.ws = slices.Delete(w.ws, i, i+1)
 	w.mu.Unlock()
 	binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
 	result("final-unbind-while-down ws="+ws.ClusterName, retryUnavailable(ctx, func() error { return ctrlruntimeclient.IgnoreNotFound(ws.Client.Delete(ctx, binding)) }))
+	result("final-deletion-begun ws="+ws.ClusterName, poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
+		if err := ws.Client.List(ctx, list); err != nil {
+			return meta.IsNoMatchError(err), ctrlruntimeclient.IgnoreNotFound(err)
+		}
+		for _, o := range list.Items {
+			if o.GetDeletionTimestamp() == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	}))
 	return ws
 }
 
-// stopAll stops every replica: none leads, none syncs.
+// stopAll stops every replica, the leader last (stopped first, it would
+// hand the lead to a standby that is stopped while it starts).
 func (r *replicaSet) stopAll(log *opLog) {
 	r.mu.Lock()
 	agents := r.agents
 	r.agents = nil
 	r.mu.Unlock()
+	slices.SortStableFunc(agents, func(a, b *framework.Agent) int {
+		la, lb := isLeader(r.t, a), isLeader(r.t, b)
+		switch {
+		case la == lb:
+			return 0
+		case lb:
+			return -1
+		}
+		return 1
+	})
 	for _, a := range agents {
 		a.Stop(30 * time.Second)
 	}

@@ -238,33 +238,15 @@ func TestSoak(t *testing.T) {
 	}
 	wg.Wait()
 
-	// The final phase leaves some changes in place: a workspace unbound
-	// while no replica ran, maybe the widgets deselected.
-	widgetsLeft := w.finalPhase(t, rand.New(rand.NewPCG(seed, 300)), replicas, log)
-	controllers := len(soakKinds)
-	if widgetsLeft {
-		controllers--
-	}
-	check := func() {
-		t.Helper()
-		resources := w.resources()
-		if widgetsLeft {
-			resources[1].Released, resources[1].Conditions = true, false
-		}
-		c := checkerOf(f, w.ws, resources...)
-		c.CreatedNamespaces = true
-		convergedChecked(t, c, log.explain)
-	}
-
-	// Quiescence: every other change is undone (the administrator's and
-	// the faults' second halves ran), two replicas run; then both sides
-	// must agree and the PublishedResources say that they sync.
+	// Quiescence: every change is undone (the administrator's and the
+	// faults' second halves ran), two replicas run; then both sides must
+	// agree and the PublishedResources say that they sync.
 	log.add("quiescence")
 	replicas.heal(log)
 	quiet := time.Now()
-	check()
+	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
 	log.add("converged after %s", time.Since(quiet).Round(time.Second))
-	replicas.oneLeaderRunning(t, controllers)
+	replicas.oneLeaderRunning(t, len(soakKinds))
 
 	// The leader that lived through the run holds no more goroutines than
 	// a fresh leader of the same workspaces: it is stopped, the standby
@@ -277,7 +259,7 @@ func TestSoak(t *testing.T) {
 	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
 	survivor.Stop(30 * time.Second)
 	replicas.heal(log)
-	replicas.oneLeaderRunning(t, controllers)
+	replicas.oneLeaderRunning(t, len(soakKinds))
 	// The new leader does the same kinds of work in every workspace (a
 	// Thing with a related Secret each way: Events, related informers),
 	// so that both counts include the structures built lazily per
@@ -292,7 +274,7 @@ func TestSoak(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	check()
+	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
 	time.Sleep(soakSettle)
 	newLeader := replicas.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
@@ -300,6 +282,46 @@ func TestSoak(t *testing.T) {
 	replicas.dumpGoroutines(newLeader, "goroutines-fresh-leader.txt")
 	if before > fresh*(1+soakGoroutineSlack) {
 		t.Errorf("the run's leader held %v goroutines, a fresh leader of the same workspaces %v", before, fresh)
+	}
+
+	// The final phase leaves some changes in place: a workspace unbound
+	// while no replica ran (its namespace emptied by the service owner),
+	// maybe the widgets deselected.
+	gone, widgetsLeft := w.finalPhase(t, rand.New(rand.NewPCG(seed, 300)), replicas, log)
+	resources := w.resources()
+	controllers := len(soakKinds)
+	if widgetsLeft {
+		controllers--
+		for i := range resources {
+			if resources[i].Name == soakWidgets.pr {
+				resources[i].Released, resources[i].Conditions = true, false
+			}
+		}
+	}
+	c := checkerOf(f, w.ws, resources...)
+	c.CreatedNamespaces = true
+	if gone != nil {
+		c.Gone = []invariant.Workspace{{Cluster: gone.ClusterName, Client: gone.Client}}
+	}
+	final := time.Now()
+	convergedChecked(t, c, log.explain)
+	log.add("final-converged after %s", time.Since(final).Round(time.Second))
+	replicas.oneLeaderRunning(t, controllers)
+	if gone != nil {
+		// What the namespace rule judged: the emptied namespace is deleted
+		// (Terminating: the test bed runs no namespace controller).
+		ns := &corev1.Namespace{}
+		err := f.Service.Client.Get(t.Context(), types.NamespacedName{Name: gone.ClusterName}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			log.add("final-namespace ws=%s: never created", gone.ClusterName)
+		case err != nil:
+			t.Errorf("get the namespace of the unbound workspace: %v", err)
+		case ns.DeletionTimestamp == nil:
+			t.Errorf("namespace %s of the unbound workspace is not deleted (labels %v)", ns.Name, ns.Labels)
+		default:
+			log.add("final-namespace ws=%s: deleted", gone.ClusterName)
+		}
 	}
 	// Every replica's log, the stopped ones' too (at the end, when the
 	// last leader has stopped as well).

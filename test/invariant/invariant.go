@@ -131,6 +131,11 @@ type Checker struct {
 	// CreatedNamespaces: the agent deletes the namespaces it created for
 	// workspaces that are gone once they are empty (RuleGoneNamespace).
 	CreatedNamespaces bool
+	// Gone are workspaces that bound the export and no longer do: the
+	// copies and state of their Kept objects stay (nothing removes them
+	// without --sweep-unbound-workspaces), nothing else of theirs may, and
+	// none of their Secrets may carry the agent's finalizer.
+	Gone []Workspace
 
 	// secrets holds the Secrets listed during one Check, by side ("" for
 	// the service cluster, else the workspace) and namespace: one list per
@@ -211,6 +216,11 @@ func (c *Checker) Check(ctx context.Context) ([]Violation, error) {
 	}
 	out = append(out, vs...)
 	vs, err = c.checkState(ctx, statePrimaries)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, vs...)
+	vs, err = c.checkGoneWorkspaces(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -336,8 +346,12 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		return nil, nil, err
 	}
 	out = append(out, vs...)
+	gone := map[string]bool{}
+	for _, ws := range c.Gone {
+		gone[ws.Cluster] = true
+	}
 	for k := range r.Kept {
-		if known[k.Cluster] && !r.copyAllowed(primaries[k], c.finalizer()) {
+		if (known[k.Cluster] || gone[k.Cluster]) && !r.copyAllowed(primaries[k], c.finalizer()) {
 			markState(r, live, k) // released with its PublishedResource: its state stays, with or without a copy
 		}
 	}
@@ -347,6 +361,8 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		}
 		rule, why := RuleOrphanCopy, "no live kcp object"
 		switch {
+		case gone[k.Cluster] && r.Kept[k]:
+			continue
 		case !known[k.Cluster]:
 			rule, why = RuleUnknownWorkspace, "no bound workspace "+k.Cluster
 		case r.Kept[k]:

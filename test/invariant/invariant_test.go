@@ -113,6 +113,9 @@ type world struct {
 	kept    map[Key]bool
 	// released: no running controller selects the PublishedResource.
 	released bool
+	// gone: the objects of workspace ws3, which no longer binds the export
+	// (nil: ws3 is not a gone workspace).
+	gone []ctrlruntimeclient.Object
 }
 
 func consistent() *world {
@@ -167,6 +170,9 @@ func (w *world) check(t *testing.T) []Violation {
 	}
 	for _, ws := range []string{"ws1", "ws2"} {
 		c.Workspaces = append(c.Workspaces, Workspace{Cluster: ws, Client: fake.NewClientBuilder().WithObjects(w.kcp[ws]...).Build()})
+	}
+	if w.gone != nil {
+		c.Gone = []Workspace{{Cluster: "ws3", Client: fake.NewClientBuilder().WithObjects(w.gone...).Build()}}
 	}
 	vs, err := c.Check(t.Context())
 	if err != nil {
@@ -340,6 +346,18 @@ func TestChecker(t *testing.T) {
 			w.service = append(w.service, createdNamespace("ws7", "ws7", "agent", true), createdNamespace("ws8", "ws8", "agent", false), secret("ws8", "someones"),
 				createdNamespace("ws1", "ws1", "agent", false), createdNamespace("shared", "ws9", "agent", false), createdNamespace("ws6", "ws6", "other", false))
 		}},
+		{name: "the kept copy and state of a workspace that is gone stay", change: func(w *world) {
+			w.gone = []ctrlruntimeclient.Object{secret("default", "unrelated")}
+			w.service = append(w.service, localCopy("ws3", "c", nil), state("ws3", "c"))
+			w.kept = map[Key]bool{{Cluster: "ws3", Namespace: "default", Name: "c"}: true}
+		}},
+		{name: "a copy of a workspace that is gone, not kept", change: func(w *world) {
+			w.gone = []ctrlruntimeclient.Object{}
+			w.service = append(w.service, localCopy("ws3", "c", nil))
+		}, want: []string{"no-unknown-workspace ws3/copy-c"}},
+		{name: "a Secret of a workspace that is gone keeps our finalizer", change: func(w *world) {
+			w.gone = []ctrlruntimeclient.Object{relatedSource("c", "dG9rZW4=")}
+		}, want: []string{"no-finalizer-without-controller ws3|default/c-secret"}},
 		{name: "another agent's copies are not ours to judge", change: func(w *world) {
 			other := localCopy("ws9", "z", nil)
 			labels := other.GetLabels()

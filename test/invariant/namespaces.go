@@ -3,11 +3,14 @@ package invariant
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 )
 
 // The labels of a namespace the agent created (ours).
@@ -20,6 +23,28 @@ const (
 // no longer binds the export, named after it, with nothing in it, is
 // deleted (Checker.CreatedNamespaces).
 const RuleGoneNamespace = "no-namespace-of-gone-workspace"
+
+// checkGoneWorkspaces reports Secrets of the Gone workspaces that carry a
+// finalizer of the agent: with the workspace's objects gone, no primary
+// names them any more.
+func (c *Checker) checkGoneWorkspaces(ctx context.Context) ([]Violation, error) {
+	var out []Violation
+	for _, ws := range c.Gone {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+		if err := ws.Client.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("failed to list the Secrets of gone workspace %s: %w", ws.Cluster, err)
+		}
+		for i := range list.Items {
+			s := &list.Items[i]
+			if slices.Contains(s.GetFinalizers(), c.finalizer()) || slices.Contains(s.GetFinalizers(), keys.CleanupFinalizer) {
+				k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
+				out = append(out, Violation{RuleNoController, k.String(), "no finalizer of this agent: the workspace no longer binds the export", fmt.Sprint(s.GetFinalizers())})
+			}
+		}
+	}
+	return out, nil
+}
 
 // checkCreatedNamespaces reports the namespaces this agent created for a
 // workspace that is not bound any more (not one of Workspaces) whose name
@@ -56,7 +81,9 @@ func (c *Checker) checkCreatedNamespaces(ctx context.Context) ([]Violation, erro
 }
 
 // holdsAnything names an object in namespace ns of a kind the checker
-// knows ("" if none).
+// knows ("" if none): Secrets, ConfigMaps and the checked local kinds, not
+// every type the agent's own check lists (a namespace holding something
+// else is judged empty here; the soak puts nothing else there).
 func (c *Checker) holdsAnything(ctx context.Context, ns string) (string, error) {
 	kinds := []schema.GroupVersionKind{{Version: "v1", Kind: "Secret"}, {Version: "v1", Kind: "ConfigMap"}}
 	for _, r := range c.Resources {
@@ -69,7 +96,8 @@ func (c *Checker) holdsAnything(ctx context.Context, ns string) (string, error) 
 			return "", fmt.Errorf("failed to list %s in namespace %s: %w", gvk.Kind, ns, err)
 		}
 		for _, o := range items.Items {
-			if gvk.Kind == "ConfigMap" && o.GetName() == "kube-root-ca.crt" {
+			// A cluster-scoped kind is listed in every namespace.
+			if o.GetNamespace() != ns || gvk.Kind == "ConfigMap" && o.GetName() == "kube-root-ca.crt" {
 				continue
 			}
 			return gvk.Kind + " " + o.GetName(), nil
