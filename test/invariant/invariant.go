@@ -304,13 +304,13 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		hasFinalizer := slices.Contains(obj.GetFinalizers(), c.finalizer())
 		if obj.GetDeletionTimestamp() != nil {
 			// The legacy finalizer counts: only this agent syncs here.
-			if hasFinalizer || slices.Contains(obj.GetFinalizers(), keys.CleanupFinalizer) {
+			if c.heldByAgent(obj) {
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			}
 			continue
 		}
 		if r.Released {
-			if hasFinalizer || slices.Contains(obj.GetFinalizers(), keys.CleanupFinalizer) {
+			if c.heldByAgent(obj) {
 				out = append(out, Violation{RuleNoController, k.String(), "no finalizer of this agent: no running controller selects " + r.Name, fmt.Sprint(obj.GetFinalizers())})
 			}
 			markState(r, live, k)
@@ -413,6 +413,22 @@ func (r Resource) copyAllowed(obj *unstructured.Unstructured, finalizer string) 
 
 // finalizer is the agent's own finalizer on kcp objects.
 func (c *Checker) finalizer() string { return keys.CleanupFinalizerOf(c.AgentName) }
+
+// heldByAgent reports whether o carries the agent's finalizer or the
+// legacy one (only this agent syncs where the checker looks).
+func (c *Checker) heldByAgent(o *unstructured.Unstructured) bool {
+	return slices.Contains(o.GetFinalizers(), c.finalizer()) || slices.Contains(o.GetFinalizers(), keys.CleanupFinalizer)
+}
+
+// workspaceSecrets lists every Secret of a workspace.
+func workspaceSecrets(ctx context.Context, ws Workspace) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+	if err := ws.Client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("failed to list the Secrets of workspace %s: %w", ws.Cluster, err)
+	}
+	return list.Items, nil
+}
 
 // checkCopy compares a live primary with its only local copy.
 func (c *Checker) checkCopy(r Resource, k Key, obj, cp *unstructured.Unstructured) []Violation {
@@ -578,17 +594,16 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 func (c *Checker) checkSourceFinalizers(ctx context.Context) ([]Violation, error) {
 	var out []Violation
 	for _, ws := range c.Workspaces {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
-		if err := ws.Client.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("failed to list the Secrets of workspace %s: %w", ws.Cluster, err)
+		secrets, err := workspaceSecrets(ctx, ws)
+		if err != nil {
+			return nil, err
 		}
-		for i := range list.Items {
-			s := &list.Items[i]
-			own := slices.Contains(s.GetFinalizers(), c.finalizer())
-			if !own && !slices.Contains(s.GetFinalizers(), keys.CleanupFinalizer) {
+		for i := range secrets {
+			s := &secrets[i]
+			if !c.heldByAgent(s) {
 				continue
 			}
+			own := slices.Contains(s.GetFinalizers(), c.finalizer())
 			k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
 			switch {
 			case !own:

@@ -3,14 +3,11 @@ package invariant
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 )
 
 // The labels of a namespace the agent created (ours).
@@ -30,14 +27,13 @@ const RuleGoneNamespace = "no-namespace-of-gone-workspace"
 func (c *Checker) checkGoneWorkspaces(ctx context.Context) ([]Violation, error) {
 	var out []Violation
 	for _, ws := range c.Gone {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
-		if err := ws.Client.List(ctx, list); err != nil {
-			return nil, fmt.Errorf("failed to list the Secrets of gone workspace %s: %w", ws.Cluster, err)
+		secrets, err := workspaceSecrets(ctx, ws)
+		if err != nil {
+			return nil, err
 		}
-		for i := range list.Items {
-			s := &list.Items[i]
-			if slices.Contains(s.GetFinalizers(), c.finalizer()) || slices.Contains(s.GetFinalizers(), keys.CleanupFinalizer) {
+		for i := range secrets {
+			s := &secrets[i]
+			if c.heldByAgent(s) {
 				k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
 				out = append(out, Violation{RuleNoController, k.String(), "no finalizer of this agent: the workspace no longer binds the export", fmt.Sprint(s.GetFinalizers())})
 			}
