@@ -140,18 +140,17 @@ func (r *reconciler) earlierRelease(ctx context.Context, pr *syncagentv1alpha1.P
 // key released already (forgotten once the record no longer names them).
 func (r *reconciler) earlierPending(pr *syncagentv1alpha1.PublishedResource, key jobKey) []schema.GroupResource {
 	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
 	done, ok := r.earlierDone[pr.Name]
-	r.servedMu.Unlock()
+	recorded := syncedResources(pr)
 	var pending []schema.GroupResource
-	for _, gr := range syncedResources(pr) {
+	for _, gr := range recorded {
 		if gr != key.current && !(ok && done.key == key && slices.Contains(done.released, gr)) {
 			pending = append(pending, gr)
 		}
 	}
-	if ok && !slices.ContainsFunc(syncedResources(pr), func(gr schema.GroupResource) bool { return slices.Contains(done.released, gr) }) {
-		r.servedMu.Lock()
+	if ok && !slices.ContainsFunc(recorded, func(gr schema.GroupResource) bool { return slices.Contains(done.released, gr) }) {
 		delete(r.earlierDone, pr.Name)
-		r.servedMu.Unlock()
 	}
 	return pending
 }
