@@ -171,6 +171,11 @@ func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSe
 	replicas.stopAll(log)
 	replicas.args = append(slices.DeleteFunc(replicas.args, func(a string) bool { return a == "--delete-created-namespaces=false" }), "--delete-created-namespaces=true")
 	gone := w.unbindOne(ctx, rnd, result)
+	// One after the other, as during the run: two replicas started at the
+	// same moment race for the free Lease, and client-go logs the loser's
+	// conflict at ERROR.
+	replicas.start(log)
+	replicas.awaitLeaderOrExit(2 * soakLease)
 	replicas.heal(log)
 	if gone != nil {
 		binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
