@@ -47,7 +47,9 @@ type auditEvent struct {
 // replica of the agent that the server received while the leader Lease
 // namespace/name was held by someone else: the holder at a time is the one
 // named by the last successful write of the Lease that had completed.
-// Events are not writes of state and are left out. It also returns how
+// Events are not writes of state and are left out, and so are the writes
+// of replicas of other agents in the namespace (those that held a Lease
+// syncagent.<other name> and never this one), Lease writes included. It also returns how
 // many writes it checked.
 func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	type holding struct {
@@ -56,6 +58,9 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	}
 	var leases []holding
 	var writes []auditEvent
+	// ours and others are the replicas that held this agent's Lease and
+	// those that held another agent's (syncagent.<other name>).
+	ours, others := map[string]bool{}, map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -69,7 +74,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		}
 		ref := e.ObjectRef
 		switch {
-		case ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace && ref.Name == name:
+		case ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace && strings.HasPrefix(ref.Name, "syncagent."):
 			if (e.Verb == "create" || e.Verb == "update") && e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
 				holder := ""
 				if e.RequestObject == nil {
@@ -78,7 +83,12 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 				if h := e.RequestObject.Spec.HolderIdentity; h != nil {
 					holder = *h
 				}
-				leases = append(leases, holding{e.Done, holder})
+				if ref.Name == name {
+					leases = append(leases, holding{e.Done, holder})
+					ours[holder] = true
+				} else {
+					others[holder] = true
+				}
 			}
 		case ref.Resource == "events" && (ref.APIGroup == "" || ref.APIGroup == "events.k8s.io"):
 		case e.Verb == "create" || e.Verb == "update" || e.Verb == "patch" || e.Verb == "delete" || e.Verb == "deletecollection":
@@ -98,6 +108,9 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 			holder = leases[i-1].holder
 		}
 		writer := w.UserAgent[strings.LastIndex(w.UserAgent, " ")+1:]
+		if others[writer] && !ours[writer] {
+			continue // a replica of another agent: its writes are its own
+		}
 		if writer != holder {
 			ref := w.ObjectRef
 			object := strings.Trim(ref.Resource+"."+ref.APIGroup, ".") + " " + strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/")

@@ -33,8 +33,13 @@ func TestOneWriter(t *testing.T) {
 	const a, b = "api-syncagent/v1 (linux/amd64) host_a", "api-syncagent/v1 (linux/amd64) host_b"
 	ida, idb, none := "host_a", "host_b", ""
 	s := time.Second
+	const c = "api-syncagent/v1 (linux/amd64) host_c"
+	idc := "host_c"
 	lease := func(ua string, at time.Duration, holder *string) string {
 		return auditLine(t, "update", ua, "leases", "syncagent.agent", at, at+10*time.Millisecond, holder)
+	}
+	otherLease := func(ua string, at time.Duration, holder *string) string {
+		return auditLine(t, "update", ua, "leases", "syncagent.second", at, at+10*time.Millisecond, holder)
 	}
 	write := func(ua string, at time.Duration) string {
 		return auditLine(t, "patch", ua, "things", "x", at, at+5*time.Millisecond, nil)
@@ -52,6 +57,10 @@ func TestOneWriter(t *testing.T) {
 		{"Events are not state", []string{lease(b, 0, &idb), auditLine(t, "create", a, "events", "e", 1*s, 1*s, nil)}, 0},
 		{"a type named events in another group is state", []string{lease(b, 0, &idb), withGroup(t, auditLine(t, "create", a, "events", "e", 1*s, 1*s, nil), "calendar.example.com")}, 1},
 		{"other clients are not the agent", []string{lease(b, 0, &idb), write("kubectl/v1.33", 1*s)}, 0},
+		{"another agent's leader writes what is its own", []string{lease(b, 0, &idb), otherLease(c, 0, &idc), write(c, 1*s)}, 0},
+		{"another agent's leader writes before its Lease is known", []string{lease(b, 0, &idb), write(c, 1*s), otherLease(c, 2*s, &idc)}, 0},
+		{"a replica that held both Leases is judged by this one", []string{lease(b, 0, &idb), otherLease(b, 0, &idb), lease(a, 20*s, &ida), write(b, 21*s)}, 1},
+		{"a Lease write of another agent that failed names no holder", []string{lease(b, 0, &idb), failed(t, otherLease(c, 0, &idc)), write(c, 1*s)}, 1},
 	}
 	for _, tt := range tests {
 		vs, _, err := OneWriter(strings.NewReader(strings.Join(tt.lines, "\n")), "kcp-system", "syncagent.agent")
@@ -62,6 +71,21 @@ func TestOneWriter(t *testing.T) {
 			t.Errorf("%s: %d violations %v, want %d", tt.name, len(vs), vs, tt.want)
 		}
 	}
+}
+
+// failed makes an audit line's response a conflict.
+func failed(t *testing.T, line string) string {
+	t.Helper()
+	var e map[string]any
+	if err := json.Unmarshal([]byte(line), &e); err != nil {
+		t.Fatal(err)
+	}
+	e["responseStatus"] = map[string]any{"code": 409}
+	data, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // withGroup sets the API group of an audit line's object.

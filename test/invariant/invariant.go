@@ -84,6 +84,12 @@ type Resource struct {
 	// Conditions: the PublishedResource Name must say that it syncs
 	// (Ready=True, SyncReady=True/Running).
 	Conditions bool
+	// CopyNamespace tells whether a service-cluster namespace may hold
+	// this resource's local copies, and so their kcp-origin related copies;
+	// nil: any. Stale related copies are looked for there only: another
+	// agent that reads the same sources writes copies with the same labels
+	// into its own namespaces.
+	CopyNamespace func(namespace string) bool
 	// Released: no running controller of the agent selects the
 	// PublishedResource (it was deleted, or the agent's selector leaves it
 	// out), so none of its kcp objects, nor their kcp-origin related
@@ -578,6 +584,9 @@ func (c *Checker) checkStaleRelated(ctx context.Context, r Resource, byPrimary m
 		}
 		for i := range list.Items {
 			s := &list.Items[i]
+			if r.CopyNamespace != nil && !r.CopyNamespace(s.GetNamespace()) {
+				continue // another agent's copy
+			}
 			owner, ok := strings.CutSuffix(s.GetName(), rel.Suffix)
 			if !ok || !live[s.GetNamespace()+"/"+owner] {
 				out = append(out, Violation{RuleRelatedStale, objectName(s), "no related copy without a live primary", "a copy"})

@@ -116,6 +116,8 @@ type world struct {
 	// gone: the objects of workspace ws3, which no longer binds the export
 	// (nil: ws3 is not a gone workspace).
 	gone []ctrlruntimeclient.Object
+	// copyNamespace: Resource.CopyNamespace.
+	copyNamespace func(string) bool
 }
 
 func consistent() *world {
@@ -163,9 +165,10 @@ func (w *world) check(t *testing.T) []Violation {
 				}
 				return nil, nil
 			},
-			Kept:       w.kept,
-			Conditions: !w.released,
-			Released:   w.released,
+			Kept:          w.kept,
+			Conditions:    !w.released,
+			Released:      w.released,
+			CopyNamespace: w.copyNamespace,
 		}},
 	}
 	for _, ws := range []string{"ws1", "ws2"} {
@@ -253,6 +256,17 @@ func TestChecker(t *testing.T) {
 				return o.GetName() == "copy-a" || o.GetName() == stateName(kcpThing, Key{"ws1", "default", "a"})
 			})
 		}, want: []string{"no-stale-related-copy ws1/copy-a-secret"}},
+		{name: "a copy of the same source by another agent, in its namespaces, is its own", change: func(w *world) {
+			w.copyNamespace = func(ns string) bool { return ns != "other-agent" }
+			w.service = append(w.service, labelled(secret("other-agent", "copy-a-ws1-secret"), tokenLabel, "yes"))
+		}},
+		{name: "a stale copy in a namespace of ours is found with the namespaces told", change: func(w *world) {
+			w.copyNamespace = func(ns string) bool { return ns != "other-agent" }
+			w.service = append(w.service, relatedCopy("ws2", "gone", "dG9rZW4="))
+		}, want: []string{"no-stale-related-copy ws2/copy-gone-secret"}},
+		{name: "without the namespaces told, another agent's copy is stale", change: func(w *world) {
+			w.service = append(w.service, labelled(secret("other-agent", "copy-a-ws1-secret"), tokenLabel, "yes"))
+		}, want: []string{"no-stale-related-copy other-agent/copy-a-ws1-secret"}},
 		{name: "Secrets the service side named like related copies are not copies", change: func(w *world) {
 			w.service = append(w.service, secret("ws1", "service-owned-secret"), secret("ws2", "copy-b-secret"))
 		}},
