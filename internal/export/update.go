@@ -35,7 +35,8 @@ type Update struct {
 // ComputeUpdate computes the agent's change to the APIExport current, as
 // stored (unstructured, so that fields of a newer kcp are kept): the ready
 // schemas of the PublishedResources and the claims they need are merged in,
-// and the agent's name is set. The patch holds only what changes: the
+// and the agent's name is set (unless another agent's already is). The
+// patch holds only what changes: the
 // agent's annotations and whichever of spec.resources and
 // spec.permissionClaims changed, where every existing entry is written back
 // exactly as stored.
@@ -71,7 +72,10 @@ func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.P
 		return Update{}, err
 	}
 	annotations := map[string]any{}
-	if exp.Annotations[keys.AgentName] != agentName {
+	// The annotation names the agent that first published into the
+	// export; another agent that shares the export leaves it (two agents
+	// setting their own names in turn would wake each other without end).
+	if exp.Annotations[keys.AgentName] == "" {
 		annotations[keys.AgentName] = agentName
 	}
 	if described {

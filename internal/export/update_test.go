@@ -126,7 +126,15 @@ func TestComputeUpdateWritesOnlyWhatChanges(t *testing.T) {
 		t.Errorf("patch %s (error %v) for an export whose claims are only in another order", u.Patch, err)
 	}
 
-	u, err = ComputeUpdate(current, nil, "other-agent")
+	// Another agent that publishes into the same export leaves the
+	// annotation to the first (two agents setting it in turn would wake
+	// each other without end); an export without it gets it.
+	if u, err = ComputeUpdate(current, nil, "other-agent"); err != nil || u.Patch != nil {
+		t.Errorf("patch %s (error %v) by a second agent of the export", u.Patch, err)
+	}
+	unnamed := current.DeepCopy()
+	unstructured.RemoveNestedField(unnamed.Object, "metadata", "annotations", keys.AgentName)
+	u, err = ComputeUpdate(unnamed, nil, "other-agent")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -72,6 +73,24 @@ func (w *soakWorld) waitReleased(ctx context.Context, name string) error {
 // replica leads) are released, not cleaned up, and so are those in the
 // window: their copies stay. It returns the window's index.
 func (w *soakWorld) widgetsAway(ctx context.Context, deselect bool, result func(string, error)) int {
+	var conflict *soakConflict
+	if !deselect {
+		// Placed while widgets still syncs (outside the window, so that
+		// the widgets deleted meanwhile are still cleaned up).
+		end := w.faults.begin(causeConflict)
+		defer end()
+		var err error
+		conflict, err = w.placeConflict(ctx)
+		if conflict != nil {
+			defer func() {
+				result("admin-conflict-cleanup ws="+conflict.ws.ClusterName+" "+conflict.name, w.removeConflict(ctx, conflict))
+			}()
+		}
+		result("admin-conflict-placed", err)
+		if err != nil {
+			conflict = nil
+		}
+	}
 	w.mu.Lock()
 	w.gone = append(w.gone, [2]time.Time{time.Now()})
 	window := len(w.gone) - 1
@@ -86,7 +105,115 @@ func (w *soakWorld) widgetsAway(ctx context.Context, deselect bool, result func(
 		return window
 	}
 	result("admin-pr-delete widgets", w.deletePR(ctx, "widgets"))
+	if conflict != nil {
+		result("admin-conflict-released ws="+conflict.ws.ClusterName+" "+conflict.name, w.conflictReleased(ctx, conflict))
+	}
 	return window
+}
+
+// soakConflict is a widget whose copy's name another service's Widget
+// holds on the service cluster.
+type soakConflict struct {
+	ws            *framework.Workspace
+	name, foreign string
+	// foreignVersion is the resourceVersion of the other service's Widget
+	// as created: nothing of the agent's may write it.
+	foreignVersion string
+}
+
+// soakForeignAgent is the agent label of the other service's Widget: not
+// one of the soak's agents, so neither may take it over.
+const soakForeignAgent = "another-service"
+
+// placeConflict creates, before the widgets PublishedResource is deleted, a
+// widget whose local name another service's Widget already holds, and
+// waits until the agent accepted it (its finalizer) and refused to place it
+// (an ObjectConflict Event in the workspace): the object has neither a copy
+// nor state, and its release must still happen. nil if no workspace is
+// bound.
+func (w *soakWorld) placeConflict(ctx context.Context) (*soakConflict, error) {
+	bound := w.bound()
+	w.mu.Lock()
+	n := len(w.gone) // tells the conflicts apart
+	w.mu.Unlock()
+	if len(bound) == 0 {
+		return nil, nil
+	}
+	c := &soakConflict{ws: bound[n%len(bound)], name: fmt.Sprintf("conflict-%d", n)}
+	c.foreign = c.ws.ClusterName + "-" + c.name // the widgets' naming
+	foreign := newObject(soakWidgets.local, "", c.foreign, map[string]any{"color": "foreign"})
+	foreign.SetLabels(map[string]string{keys.AgentName: soakForeignAgent})
+	if err := retryUnavailable(ctx, func() error {
+		err := w.f.Service.Client.Create(ctx, foreign.DeepCopy())
+		if apierrors.IsAlreadyExists(err) { // an answer lost: created before
+			return w.f.Service.Client.Get(ctx, types.NamespacedName{Name: c.foreign}, foreign)
+		}
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("failed to create the other service's Widget %s: %w", c.foreign, err)
+	}
+	c.foreignVersion = foreign.GetResourceVersion()
+	if err := retryUnavailable(ctx, func() error {
+		return ctrlruntimeclient.IgnoreAlreadyExists(c.ws.Client.Create(ctx, newObject(soakWidgets.kcp, "", c.name, map[string]any{"color": "red"})))
+	}); err != nil {
+		return c, fmt.Errorf("failed to create widget %s: %w", c.name, err)
+	}
+	return c, poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		o := newObject(soakWidgets.kcp, "", c.name, nil)
+		if err := c.ws.Client.Get(ctx, types.NamespacedName{Name: c.name}, o); err != nil || !slices.Contains(o.GetFinalizers(), agentFinalizer(w.f)) {
+			return false, err
+		}
+		var events corev1.EventList
+		if err := c.ws.Client.List(ctx, &events, ctrlruntimeclient.InNamespace("default"), ctrlruntimeclient.MatchingFields{"involvedObject.name": c.name}); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == c.name && e.Reason == "ObjectConflict"
+		}), nil
+	})
+}
+
+// conflictReleased checks, once the widgets PublishedResource is gone, that
+// the widget in conflict lost the agent's finalizer and goes when the
+// consumer deletes it, and that the other service's Widget is untouched.
+func (w *soakWorld) conflictReleased(ctx context.Context, c *soakConflict) error {
+	o := newObject(soakWidgets.kcp, "", c.name, nil)
+	if err := retryUnavailable(ctx, func() error { return c.ws.Client.Get(ctx, types.NamespacedName{Name: c.name}, o) }); err != nil {
+		return fmt.Errorf("failed to get widget %s: %w", c.name, err)
+	}
+	if fins := o.GetFinalizers(); slices.Contains(fins, agentFinalizer(w.f)) || slices.Contains(fins, keys.CleanupFinalizer) {
+		return fmt.Errorf("widget %s in conflict keeps the agent's finalizer after its PublishedResource was deleted: %v", c.name, fins)
+	}
+	if err := retryUnavailable(ctx, func() error { return ctrlruntimeclient.IgnoreNotFound(c.ws.Client.Delete(ctx, o)) }); err != nil {
+		return fmt.Errorf("failed to delete widget %s: %w", c.name, err)
+	}
+	if err := poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		err := c.ws.Client.Get(ctx, types.NamespacedName{Name: c.name}, newObject(soakWidgets.kcp, "", c.name, nil))
+		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
+	}); err != nil {
+		return fmt.Errorf("widget %s in conflict is not gone after its deletion: %w", c.name, err)
+	}
+	foreign := newObject(soakWidgets.local, "", c.foreign, nil)
+	if err := retryUnavailable(ctx, func() error { return w.f.Service.Client.Get(ctx, types.NamespacedName{Name: c.foreign}, foreign) }); err != nil {
+		return fmt.Errorf("the other service's Widget %s: %w", c.foreign, err)
+	}
+	if foreign.GetResourceVersion() != c.foreignVersion {
+		return fmt.Errorf("the other service's Widget %s was written (resourceVersion %s, created as %s): labels %v", c.foreign, foreign.GetResourceVersion(), c.foreignVersion, foreign.GetLabels())
+	}
+	return nil
+}
+
+// removeConflict deletes the widget and the other service's Widget, so
+// that a failed check leaves nothing that fails the later ones too.
+func (w *soakWorld) removeConflict(ctx context.Context, c *soakConflict) error {
+	if err := retryUnavailable(ctx, func() error {
+		return ctrlruntimeclient.IgnoreNotFound(c.ws.Client.Delete(ctx, newObject(soakWidgets.kcp, "", c.name, nil)))
+	}); err != nil {
+		return err
+	}
+	return retryUnavailable(ctx, func() error {
+		return ctrlruntimeclient.IgnoreNotFound(w.f.Service.Client.Delete(ctx, newObject(soakWidgets.local, "", c.foreign, nil)))
+	})
 }
 
 // widgetsBack ends the window: the widgets PublishedResource is selected

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -96,8 +97,9 @@ var (
 
 // soakPRs are the three PublishedResources: things (namespaced, status, a
 // spec mutation, a kcp-origin and a service-origin related Secret, both
-// watched by owner), widgets (cluster-scoped, named per workspace) and gadgets (a naming
-// template and a label filter).
+// watched by owner), widgets (cluster-scoped, named per workspace) and
+// gadgets (a naming template, a label filter and the Things' kcp-origin
+// token as related Secret), which the second agent syncs.
 func soakPRs() []*syncagentv1alpha1.PublishedResource {
 	things := thingsPR(func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Mutation = &syncagentv1alpha1.ResourceMutationSpec{Spec: []syncagentv1alpha1.ResourceMutation{
@@ -117,13 +119,20 @@ func soakPRs() []*syncagentv1alpha1.PublishedResource {
 	})
 	gadgets := publishedResource("gadgets", "example.com", "Gadget", func(s *syncagentv1alpha1.PublishedResourceSpec) {
 		s.Projection = &syncagentv1alpha1.ResourceProjection{Group: "kcp.example.com"}
-		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .ClusterName }}", Namespace: "soak-gadgets"}
+		s.Naming = &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ .ClusterName }}", Namespace: soakGadgetsNamespace}
 		s.Filter = &syncagentv1alpha1.ResourceFilter{Resource: &metav1.LabelSelector{MatchLabels: map[string]string{soakSelectLabel: "yes"}}}
+		// The Thing of the same name's token: the consumer's Secret that
+		// both agents use. Its owner is the Thing, so a change of it wakes
+		// the gadgets by their labels.
+		token := relatedSecret("token", syncagentv1alpha1.RelatedResourceOriginKcp, "{{ .Object.metadata.name }}-token")
+		token.Watch = &syncagentv1alpha1.RelatedResourceWatch{BySelector: &metav1.LabelSelector{MatchLabels: map[string]string{soakSelectLabel: "yes"}}}
+		s.Related = []syncagentv1alpha1.RelatedResourceSpec{token}
 	})
 	prs := []*syncagentv1alpha1.PublishedResource{things, widgets, gadgets}
 	for _, pr := range prs {
 		pr.Labels = map[string]string{soakAgentLabel: "yes"}
 	}
+	gadgets.Labels[soakAgentLabel] = soakSecondSelect
 	return prs
 }
 
@@ -177,6 +186,7 @@ func TestSoak(t *testing.T) {
 		"--state-sweep-interval=5s", "--delete-created-namespaces=false")
 	replicas := &replicaSet{t: t, args: args, pprof: map[*framework.Agent]string{}}
 	replicas.start(nil)
+	second := startSecondAgent(t, f)
 	for _, pr := range soakPRs() {
 		f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
 	}
@@ -224,7 +234,13 @@ func TestSoak(t *testing.T) {
 			}
 		}()
 	}
-	loop(0, soakFaultEvery, func(rnd *rand.Rand) { replicas.fault(rnd, k, f.Service, w.faults, log) })
+	loop(0, soakFaultEvery, func(rnd *rand.Rand) {
+		replicas.fault(rnd, k, f.Service, w.faults, log)
+		// Its leader may have lost its Lease to a fault of the service
+		// cluster: once it leads again or exited, it is healed.
+		second.awaitLeaderOrExit(soakLease + 15*time.Second)
+		second.heal(log)
+	})
 	loop(100, soakAdminEvery, func(rnd *rand.Rand) { w.admin(t, rnd, log) })
 	if duration >= soakRotateMin {
 		// Both users may act as the agent; a rotation switches the file
@@ -243,10 +259,12 @@ func TestSoak(t *testing.T) {
 	// agree and the PublishedResources say that they sync.
 	log.add("quiescence")
 	replicas.heal(log)
+	second.heal(log)
 	quiet := time.Now()
-	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
+	w.convergedBoth(t, log.explain, w.resources())
 	log.add("converged after %s", time.Since(quiet).Round(time.Second))
-	replicas.oneLeaderRunning(t, len(soakKinds))
+	replicas.oneLeaderRunning(t, firstAgentKinds)
+	second.oneLeaderRunning(t, 1)
 
 	// The leader that lived through the run holds no more goroutines than
 	// a fresh leader of the same workspaces: it is stopped, the standby
@@ -259,7 +277,7 @@ func TestSoak(t *testing.T) {
 	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
 	survivor.Stop(30 * time.Second)
 	replicas.heal(log)
-	replicas.oneLeaderRunning(t, len(soakKinds))
+	replicas.oneLeaderRunning(t, firstAgentKinds)
 	// The new leader does the same kinds of work in every workspace (a
 	// Thing with a related Secret each way: Events, related informers),
 	// so that both counts include the structures built lazily per
@@ -274,7 +292,7 @@ func TestSoak(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	convergedExplained(t, f, w.ws, log.explain, w.resources()...)
+	w.convergedBoth(t, log.explain, w.resources())
 	time.Sleep(soakSettle)
 	newLeader := replicas.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
@@ -289,7 +307,7 @@ func TestSoak(t *testing.T) {
 	// maybe the widgets deselected.
 	gone, widgetsLeft := w.finalPhase(t, rand.New(rand.NewPCG(seed, 300)), replicas, log)
 	resources := w.resources()
-	controllers := len(soakKinds)
+	controllers := firstAgentKinds
 	if widgetsLeft {
 		controllers--
 		for i := range resources {
@@ -298,15 +316,18 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	c := checkerOf(f, w.ws, resources...)
-	c.CreatedNamespaces = true
+	c, c2 := w.checkers(w.ws, resources)
+	c.CreatedNamespaces = true // the second agent's namespace is shared: it stays
 	if gone != nil {
 		c.Gone = []invariant.Workspace{{Cluster: gone.ClusterName, Client: gone.Client}}
+		c2.Gone = c.Gone
 	}
 	final := time.Now()
 	convergedChecked(t, c, log.explain)
+	convergedChecked(t, c2, log.explain)
 	log.add("final-converged after %s", time.Since(final).Round(time.Second))
 	replicas.oneLeaderRunning(t, controllers)
+	second.oneLeaderRunning(t, 1)
 	if gone != nil {
 		// What the namespace rule judged: the emptied namespace is deleted
 		// (Terminating: the test bed runs no namespace controller).
@@ -326,24 +347,25 @@ func TestSoak(t *testing.T) {
 	// Every replica's log, the stopped ones' too (at the end, when the
 	// last leader has stopped as well).
 	t.Cleanup(func() {
-		for _, a := range replicas.all {
+		for _, a := range append(slices.Clone(replicas.all), second.all...) {
 			a.Stop(30 * time.Second)
 			noUnexpectedErrors(t, a, w.faults, log)
 		}
-		oneWriter(t, f, log)
+		oneWriter(t, f, "syncagent."+f.Export.Name+"-syncagent", log)
+		oneWriter(t, f, "syncagent."+soakSecondAgent, log)
 	})
 	t.Logf("operations and faults: %s", log.summary())
 }
 
-// oneWriter checks the service cluster's audit log: no replica wrote while
-// another held the Lease.
-func oneWriter(t *testing.T, f *framework.Fixture, log *opLog) {
+// oneWriter checks the service cluster's audit log: no replica of the
+// agent with this leader Lease wrote while another held it.
+func oneWriter(t *testing.T, f *framework.Fixture, lease string, log *opLog) {
 	audit, err := os.Open(filepath.Join(framework.ArtifactsDir(t), "service-audit.log"))
 	framework.Must(t, err, "open the audit log")
 	defer audit.Close()
-	vs, writes, err := invariant.OneWriter(audit, framework.AgentNamespace, "syncagent."+f.Export.Name+"-syncagent")
+	vs, writes, err := invariant.OneWriter(audit, framework.AgentNamespace, lease)
 	framework.Must(t, err, "read the audit log")
-	log.add("one-writer writes=%d violations=%d", writes, len(vs))
+	log.add("one-writer lease=%s writes=%d violations=%d", lease, writes, len(vs))
 	if writes == 0 {
 		t.Error("the audit log holds no write of the agent: the one-writer check saw nothing")
 	}
@@ -511,6 +533,7 @@ func (w *soakWorld) resources() []invariant.Resource {
 	widgets.Kept = w.kept()
 	gadgets := base(soakGadgets)
 	gadgets.Selected = func(o *unstructured.Unstructured) bool { return o.GetLabels()[soakSelectLabel] == "yes" }
+	gadgets.Related = []invariant.RelatedSecret{{Suffix: "-token", Label: soakTokenLabel}} // the Thing's
 	return []invariant.Resource{things, widgets, gadgets}
 }
 
@@ -974,10 +997,11 @@ func (c *soakClient) local(ctx context.Context, ws *framework.Workspace, k soakK
 	return apierrors.NewNotFound(schema.GroupResource{Group: k.local.Group, Resource: strings.ToLower(k.local.Kind) + "s"}, name)
 }
 
-// replicaSet is the two agent replicas with leader election.
+// replicaSet is an agent's replicas with leader election: two, or size.
 type replicaSet struct {
 	t      *testing.T
 	args   []string
+	size   int // 0: two
 	mu     sync.Mutex
 	agents []*framework.Agent
 	// all are every replica started, stopped ones too: their logs are
@@ -1170,11 +1194,11 @@ func (r *replicaSet) awaitLeaderOrExit(d time.Duration) {
 	}
 }
 
-// heal makes sure two replicas run: exited ones are replaced.
+// heal makes sure every replica runs: exited ones are replaced.
 func (r *replicaSet) heal(log *opLog) {
 	r.mu.Lock()
 	r.agents = slices.DeleteFunc(r.agents, func(a *framework.Agent) bool { return a.Exited() })
-	missing := 2 - len(r.agents)
+	missing := cmp.Or(r.size, 2) - len(r.agents)
 	r.mu.Unlock()
 	for range missing {
 		r.start(log)
@@ -1261,6 +1285,9 @@ var soakExpectedErrors = []struct {
 	// written), the bound resources are no longer served, and passes of
 	// its objects still queued are denied by the virtual workspace.
 	{causeUnbind, regexp.MustCompile(`cannot (create|patch) resource \\"events\\"|the server could not find the requested resource|access denied`)},
+	// A widget is placed in ObjectConflict before widgets is deleted: its
+	// passes fail, and controller-runtime logs each at ERROR.
+	{causeConflict, regexp.MustCompile(`Reconciler error\t\{"publishedresource": "widgets", .*"request": \{"name":"conflict-\d+"[^}]*\}.*"error": "[^"]*the local object belongs to someone else: Widget [^"]*-conflict-\d+"\}$`)},
 	// A leader stops (SIGTERM, or SIGCONT after it lost the lease):
 	// controller-runtime reports the end of leading at ERROR although it
 	// is the expected outcome.
@@ -1283,11 +1310,13 @@ var soakExpectedErrors = []struct {
 }
 
 const (
-	causeShard   = "shard stopped and restarted"
-	causeUnbind  = "workspace unbound"
-	causeStop    = "replica stopped"
-	causePaused  = "leader paused beyond its lease"
-	causeService = "service kube-apiserver restarted"
+	causeShard  = "shard stopped and restarted"
+	causeUnbind = "workspace unbound"
+	// causeConflict: see placeConflict.
+	causeConflict = "widget in ObjectConflict"
+	causeStop     = "replica stopped"
+	causePaused   = "leader paused beyond its lease"
+	causeService  = "service kube-apiserver restarted"
 	// soakRecovery and soakServiceRecovery: see recovery.
 	soakRecovery        = 75 * time.Second
 	soakServiceRecovery = 25 * time.Second

@@ -20,16 +20,10 @@ const agentUserAgent = "api-syncagent/"
 
 // auditEvent is what OneWriter reads of a kube-apiserver audit event.
 type auditEvent struct {
-	Stage     string `json:"stage"`
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
+	Stage          string          `json:"stage"`
+	Verb           string          `json:"verb"`
+	UserAgent      string          `json:"userAgent"`
+	ObjectRef      *auditObjectRef `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
@@ -42,14 +36,22 @@ type auditEvent struct {
 	Done     time.Time `json:"stageTimestamp"`
 }
 
+type auditObjectRef struct {
+	Resource    string `json:"resource"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	APIGroup    string `json:"apiGroup"`
+	Subresource string `json:"subresource"`
+}
+
 // OneWriter reads a kube-apiserver audit log (one JSON event per line,
 // with the request bodies of Lease writes) and reports every write of a
 // replica of the agent that the server received while the leader Lease
 // namespace/name was held by someone else: the holder at a time is the one
 // named by the last successful write of the Lease that had completed.
 // Events are not writes of state and are left out, and so are the writes
-// of replicas of other agents in the namespace (those that held a Lease
-// syncagent.<other name> and never this one), Lease writes included. It also returns how
+// of replicas of other agents in the namespace (those that wrote a Lease
+// syncagent.<other name> and never held this one), Lease writes included. It also returns how
 // many writes it checked.
 func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	type holding struct {
@@ -58,8 +60,8 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	}
 	var leases []holding
 	var writes []auditEvent
-	// ours and others are the replicas that held this agent's Lease and
-	// those that held another agent's (syncagent.<other name>).
+	// ours are the replicas that held this agent's Lease, others those that
+	// wrote another agent's (syncagent.<other name>).
 	ours, others := map[string]bool{}, map[string]bool{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
@@ -74,7 +76,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		}
 		ref := e.ObjectRef
 		switch {
-		case ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace && strings.HasPrefix(ref.Name, "syncagent."):
+		case isLease(ref, namespace) && ref.Name == name:
 			if (e.Verb == "create" || e.Verb == "update") && e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
 				holder := ""
 				if e.RequestObject == nil {
@@ -83,15 +85,19 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 				if h := e.RequestObject.Spec.HolderIdentity; h != nil {
 					holder = *h
 				}
-				if ref.Name == name {
-					leases = append(leases, holding{e.Done, holder})
-					ours[holder] = true
-				} else {
-					others[holder] = true
-				}
+				leases = append(leases, holding{e.Done, holder})
+				ours[holder] = true
+			}
+		case isLease(ref, namespace) && strings.HasPrefix(ref.Name, "syncagent."):
+			// Another agent's Lease: whoever writes it is a replica of that
+			// agent, unless it held this Lease too (then its writes, this
+			// one included, are judged as any other).
+			if isWrite(e.Verb) {
+				others[writerOf(e)] = true
+				writes = append(writes, e)
 			}
 		case ref.Resource == "events" && (ref.APIGroup == "" || ref.APIGroup == "events.k8s.io"):
-		case e.Verb == "create" || e.Verb == "update" || e.Verb == "patch" || e.Verb == "delete" || e.Verb == "deletecollection":
+		case isWrite(e.Verb):
 			writes = append(writes, e)
 		}
 	}
@@ -107,7 +113,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		if i > 0 {
 			holder = leases[i-1].holder
 		}
-		writer := w.UserAgent[strings.LastIndex(w.UserAgent, " ")+1:]
+		writer := writerOf(w)
 		if others[writer] && !ours[writer] {
 			continue // a replica of another agent: its writes are its own
 		}
@@ -123,4 +129,17 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		}
 	}
 	return out, len(writes), nil
+}
+
+func isLease(ref *auditObjectRef, namespace string) bool {
+	return ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace
+}
+
+func isWrite(verb string) bool {
+	return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection"
+}
+
+// writerOf is the replica that sent e: the last word of its user agent.
+func writerOf(e auditEvent) string {
+	return e.UserAgent[strings.LastIndex(e.UserAgent, " ")+1:]
 }

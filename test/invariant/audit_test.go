@@ -59,8 +59,9 @@ func TestOneWriter(t *testing.T) {
 		{"other clients are not the agent", []string{lease(b, 0, &idb), write("kubectl/v1.33", 1*s)}, 0},
 		{"another agent's leader writes what is its own", []string{lease(b, 0, &idb), otherLease(c, 0, &idc), write(c, 1*s)}, 0},
 		{"another agent's leader writes before its Lease is known", []string{lease(b, 0, &idb), write(c, 1*s), otherLease(c, 2*s, &idc)}, 0},
-		{"a replica that held both Leases is judged by this one", []string{lease(b, 0, &idb), otherLease(b, 0, &idb), lease(a, 20*s, &ida), write(b, 21*s)}, 1},
-		{"a Lease write of another agent that failed names no holder", []string{lease(b, 0, &idb), failed(t, otherLease(c, 0, &idc)), write(c, 1*s)}, 1},
+		{"a replica that held both Leases is judged by this one", []string{lease(b, 0, &idb), otherLease(b, 1*s, &idb), lease(a, 20*s, &ida), write(b, 21*s)}, 1},
+		{"a Lease write of another agent that failed still tells its replica", []string{lease(b, 0, &idb), failed(t, otherLease(c, 0, &idc)), write(c, 1*s)}, 0},
+		{"a replica of ours that writes another agent's Lease is judged", []string{lease(b, 0, &idb), lease(a, 20*s, &ida), otherLease(b, 21*s, &idb)}, 1},
 	}
 	for _, tt := range tests {
 		vs, _, err := OneWriter(strings.NewReader(strings.Join(tt.lines, "\n")), "kcp-system", "syncagent.agent")
