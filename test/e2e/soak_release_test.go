@@ -144,9 +144,13 @@ func (w *soakWorld) placeConflict(ctx context.Context) (*soakConflict, error) {
 	foreign := newObject(soakWidgets.local, "", c.foreign, map[string]any{"color": "foreign"})
 	foreign.SetLabels(map[string]string{keys.AgentName: soakForeignAgent})
 	if err := retryUnavailable(ctx, func() error {
-		err := w.f.Service.Client.Create(ctx, foreign.DeepCopy())
+		created := foreign.DeepCopy() // a failed Create must not leave its half-filled answer in foreign
+		err := w.f.Service.Client.Create(ctx, created)
 		if apierrors.IsAlreadyExists(err) { // an answer lost: created before
 			return w.f.Service.Client.Get(ctx, types.NamespacedName{Name: c.foreign}, foreign)
+		}
+		if err == nil {
+			foreign = created
 		}
 		return err
 	}); err != nil {
