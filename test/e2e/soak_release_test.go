@@ -81,14 +81,19 @@ func (w *soakWorld) widgetsAway(ctx context.Context, deselect bool, result func(
 		defer end()
 		var err error
 		conflict, err = w.placeConflict(ctx)
-		if conflict != nil {
+		if placed := conflict; placed != nil { // conflict itself is cleared below when placing failed
 			defer func() {
-				result("admin-conflict-cleanup ws="+conflict.ws.ClusterName+" "+conflict.name, w.removeConflict(ctx, conflict))
+				result("admin-conflict-cleanup ws="+placed.ws.ClusterName+" "+placed.name, w.removeConflict(ctx, placed))
 			}()
 		}
-		result("admin-conflict-placed", err)
-		if err != nil {
+		switch {
+		case err != nil:
+			result("admin-conflict-placed", err)
 			conflict = nil
+		case conflict == nil:
+			result("admin-conflict-none (no workspace bound)", nil)
+		default:
+			result("admin-conflict-placed ws="+conflict.ws.ClusterName+" "+conflict.name, nil)
 		}
 	}
 	w.mu.Lock()

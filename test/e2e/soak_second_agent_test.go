@@ -72,3 +72,11 @@ func (w *soakWorld) convergedBoth(t *testing.T, explain func(invariant.Violation
 // firstAgentKinds is how many sync controllers the first agent's leader
 // runs: every kind but the second agent's gadgets.
 var firstAgentKinds = len(slices.DeleteFunc(slices.Clone(soakKinds), func(k soakKind) bool { return k == soakGadgets }))
+
+// exportVersion reads the resourceVersion of the APIExport both agents
+// publish into.
+func (w *soakWorld) exportVersion(t *testing.T) string {
+	exp, err := getExport(t.Context(), w.f.Org, w.f.Export.Name)
+	framework.Must(t, err, "read the APIExport")
+	return exp.ResourceVersion
+}

@@ -246,10 +246,10 @@ func TestSoak(t *testing.T) {
 		// Both users may act as the agent; a rotation switches the file
 		// every replica reads, as a rotated Secret would.
 		framework.GrantAgentUser(t, f.Org, f.Export.Name, f.Export.Name, framework.SecondAgentUser)
-		second := false
+		toSecondUser := false
 		loop(200, soakRotateEvery, func(*rand.Rand) {
-			second = !second
-			replicas.rotateToken(f, second, log)
+			toSecondUser = !toSecondUser
+			replicas.rotateToken(f, toSecondUser, log)
 		})
 	}
 	wg.Wait()
@@ -270,7 +270,13 @@ func TestSoak(t *testing.T) {
 	// a fresh leader of the same workspaces: it is stopped, the standby
 	// takes over, and the run's agent must not be above the new one's
 	// count by more than soakGoroutineSlack.
+	// Both agents publish into the export; at rest neither writes it (each
+	// patch of one used to wake the other, without end).
+	atRest := w.exportVersion(t)
 	time.Sleep(soakSettle)
+	if now := w.exportVersion(t); now != atRest {
+		t.Errorf("the APIExport was written while both agents were at rest (resourceVersion %s, %s later %s): the agents fight over it", atRest, soakSettle, now)
+	}
 	survivor := replicas.leader(t)
 	before := metricValue(t, survivor, "go_goroutines")
 	log.add("leader-handover goroutines=%v rss=%.0fMiB", before, metricValue(t, survivor, "process_resident_memory_bytes")/(1<<20))

@@ -52,7 +52,8 @@ type auditObjectRef struct {
 // Events are not writes of state and are left out, and so are the writes
 // of replicas of other agents in the namespace (those that wrote a Lease
 // syncagent.<other name> and never held this one), Lease writes included. It also returns how
-// many writes it checked.
+// many writes it judged. A log in which the Lease was never written is an
+// error: every replica would pass for another agent's and nothing be judged.
 func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	type holding struct {
 		at     time.Time
@@ -104,8 +105,12 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 	if err := sc.Err(); err != nil {
 		return nil, 0, err
 	}
+	if len(leases) == 0 {
+		return nil, 0, fmt.Errorf("the audit log holds no successful write of the Lease %s/%s: is it the agent's?", namespace, name)
+	}
 	sort.SliceStable(leases, func(i, j int) bool { return leases[i].at.Before(leases[j].at) })
 	var out []Violation
+	judged := 0
 	for _, w := range writes {
 		// The last Lease write completed before the write was received.
 		i := sort.Search(len(leases), func(i int) bool { return !leases[i].at.Before(w.Received) })
@@ -117,6 +122,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		if others[writer] && !ours[writer] {
 			continue // a replica of another agent: its writes are its own
 		}
+		judged++
 		if writer != holder {
 			ref := w.ObjectRef
 			object := strings.Trim(ref.Resource+"."+ref.APIGroup, ".") + " " + strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/")
@@ -128,7 +134,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 				fmt.Sprintf("%s by %s at %s", w.Verb, writer, w.Received.Format(time.RFC3339Nano))})
 		}
 	}
-	return out, len(writes), nil
+	return out, judged, nil
 }
 
 func isLease(ref *auditObjectRef, namespace string) bool {

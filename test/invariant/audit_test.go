@@ -74,6 +74,30 @@ func TestOneWriter(t *testing.T) {
 	}
 }
 
+// TestOneWriterJudgesOnlyThisAgent: the count is of this agent's writes, and
+// a Lease name the log never saw written is an error, not a pass (every
+// replica would be taken for another agent's).
+func TestOneWriterJudgesOnlyThisAgent(t *testing.T) {
+	const a, c = "api-syncagent/v1 (linux/amd64) host_a", "api-syncagent/v1 (linux/amd64) host_c"
+	ida, idc := "host_a", "host_c"
+	lines := strings.Join([]string{
+		auditLine(t, "update", a, "leases", "syncagent.agent", 0, time.Millisecond, &ida),
+		auditLine(t, "update", c, "leases", "syncagent.second", 0, time.Millisecond, &idc),
+		auditLine(t, "patch", a, "things", "x", time.Second, time.Second, nil),
+		auditLine(t, "patch", c, "things", "y", time.Second, time.Second, nil),
+		auditLine(t, "patch", c, "things", "z", time.Second, time.Second, nil),
+	}, "\n")
+	for lease, want := range map[string]int{"syncagent.agent": 1, "syncagent.second": 2} {
+		vs, writes, err := OneWriter(strings.NewReader(lines), "kcp-system", lease)
+		if err != nil || len(vs) != 0 || writes != want {
+			t.Errorf("%s: %d writes judged, violations %v, error %v; want %d, none, none", lease, writes, vs, err, want)
+		}
+	}
+	if _, _, err := OneWriter(strings.NewReader(lines), "kcp-system", "syncagent.typo"); err == nil {
+		t.Error("a Lease the log never saw written passed the check")
+	}
+}
+
 // failed makes an audit line's response a conflict.
 func failed(t *testing.T, line string) string {
 	t.Helper()

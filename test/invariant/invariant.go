@@ -85,10 +85,10 @@ type Resource struct {
 	// (Ready=True, SyncReady=True/Running).
 	Conditions bool
 	// CopyNamespace tells whether a service-cluster namespace may hold
-	// this resource's local copies, and so their kcp-origin related copies;
-	// nil: any. Stale related copies are looked for there only: another
-	// agent that reads the same sources writes copies with the same labels
-	// into its own namespaces.
+	// this resource's kcp-origin related copies; nil: any. It scopes only
+	// the search for stale related copies: another agent that reads the
+	// same sources writes copies with the same labels into its own
+	// namespaces.
 	CopyNamespace func(namespace string) bool
 	// Released: no running controller of the agent selects the
 	// PublishedResource (it was deleted, or the agent's selector leaves it
@@ -309,7 +309,8 @@ func (c *Checker) checkResource(ctx context.Context, r Resource) ([]Violation, m
 		obj := primaries[k]
 		hasFinalizer := slices.Contains(obj.GetFinalizers(), c.finalizer())
 		if obj.GetDeletionTimestamp() != nil {
-			// The legacy finalizer counts: only this agent syncs here.
+			// The legacy finalizer counts as this agent's: no other agent of a
+			// checked setup writes it (each has a finalizer of its own).
 			if c.heldByAgent(obj) {
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			}
@@ -616,7 +617,7 @@ func (c *Checker) checkSourceFinalizers(ctx context.Context) ([]Violation, error
 			k := Key{ws.Cluster, s.GetNamespace(), s.GetName()}
 			switch {
 			case !own:
-				out = append(out, Violation{RuleFinalizer, k.String(), "no " + keys.CleanupFinalizer + " (only this agent syncs here, with its own)", fmt.Sprint(s.GetFinalizers())})
+				out = append(out, Violation{RuleFinalizer, k.String(), "no " + c.finalizer() + " (the agent replaces " + keys.CleanupFinalizer + " with its own)", fmt.Sprint(s.GetFinalizers())})
 			case s.GetDeletionTimestamp() != nil:
 				out = append(out, Violation{RuleStuckDeletion, k.String(), "deleted and released", "deleting with " + c.finalizer()})
 			case !c.sources[k]:
