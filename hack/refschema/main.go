@@ -1,6 +1,7 @@
 // Command refschema computes, against a live kube-apiserver, the CRDs that
 // the reference agent builds for built-in types (OpenAPI v2 models converted
-// with kcp's crdpuller, names and versions from discovery) and writes them
+// with kcp's crdpuller, names, versions and subresources from discovery;
+// see referenceCRD for the one place it departs from v0.7.0) and writes them
 // with the inputs they came from:
 //
 //	discovery.json    the discovery lists of the kinds' groups, as client-go returns them
@@ -45,7 +46,7 @@ import (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the kube-apiserver")
 	out := flag.String("out", "", "output directory")
-	kinds := flag.String("kinds", "ConfigMap,Secret,rbac.authorization.k8s.io/Role,apps/Deployment,autoscaling/HorizontalPodAutoscaler", "comma-separated kinds: Kind or group/Kind")
+	kinds := flag.String("kinds", "ConfigMap,Secret,Service,rbac.authorization.k8s.io/Role,apps/Deployment,autoscaling/HorizontalPodAutoscaler", "comma-separated kinds: Kind or group/Kind")
 	group := flag.String("projection-group", "golden.example.com", "group the kinds are projected to for names.json")
 	flag.Parse()
 	if err := run(*kubeconfig, *out, strings.Split(*kinds, ","), *group); err != nil {
@@ -240,7 +241,10 @@ func refs(def json.RawMessage) []string {
 }
 
 // referenceCRD builds a built-in type's CRD as the reference agent does
-// (its discovery client's OpenAPI path). It repeats what
+// (its discovery client's OpenAPI path), with subresources keyed by the
+// version of the list that names them (the reference's releases up to
+// v0.7.0 keyed them by the subresource's own, empty, version and so lost a
+// built-in type's status; its issue #130). It repeats what
 // internal/discovery's builtinCRD does on purpose: the golden files are a
 // second, independent reading of the reference, with kcp's own converter.
 func referenceCRD(gk schema.GroupKind, snap discoverySnapshot, byGVK openapi.ModelsByGKV) (*apiextensionsv1.CustomResourceDefinition, error) {
@@ -261,10 +265,10 @@ func referenceCRD(gk schema.GroupKind, snap discoverySnapshot, byGVK openapi.Mod
 				continue
 			}
 			if _, sub, ok := strings.Cut(res.Name, "/"); ok {
-				if subresources[res.Version] == nil {
-					subresources[res.Version] = sets.New[string]()
+				if subresources[gv.Version] == nil {
+					subresources[gv.Version] = sets.New[string]()
 				}
-				subresources[res.Version].Insert(sub)
+				subresources[gv.Version].Insert(sub)
 			} else {
 				resource = &res
 			}

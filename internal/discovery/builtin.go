@@ -22,20 +22,21 @@ const apiApprovedValue = "https://github.com/kcp-dev/kubernetes/pull/4"
 // kindResource is what discovery says about a kind within its group: the
 // resource (the last list that serves it has the final word, as in the
 // reference), the versions that serve it, and its subresources by the
-// version discovery reports for them.
+// version of the list that names them.
 type kindResource struct {
 	resource     metav1.APIResource
 	versions     sets.Set[string]
 	subresources map[string]sets.Set[string]
 }
 
-// findKind collects what discovery says about gk. Versions come from the
-// GroupVersion of each list (APIResource.Version is empty for built-in
-// types), subresources count only with gk's kind and are keyed by their own
-// APIResource.Version. For built-in types the API server reports that as
-// empty, so their status and scale subresources are never published: the
-// reference's schemas do not have them, and neither may ours (the schema's
-// name depends on it).
+// findKind collects what discovery says about gk. Versions and
+// subresources are keyed by the GroupVersion of the list that names them:
+// the API server leaves a subresource's own group and version empty when
+// they are its parent's, so keyed by those, a built-in type's status would
+// be lost (the reference's releases up to v0.7.0 lost it, and with it every
+// status written back to kcp). Subresources count only with gk's kind, as
+// in the reference: a built-in type's scale subresource serves the kind
+// autoscaling/Scale and is not published.
 func findKind(lists []*metav1.APIResourceList, gk schema.GroupKind) (*kindResource, error) {
 	var found *kindResource
 	versions := sets.New[string]()
@@ -50,10 +51,10 @@ func findKind(lists []*metav1.APIResourceList, gk schema.GroupKind) (*kindResour
 				continue
 			}
 			if _, sub, ok := strings.Cut(res.Name, "/"); ok {
-				if subresources[res.Version] == nil {
-					subresources[res.Version] = sets.New[string]()
+				if subresources[gv.Version] == nil {
+					subresources[gv.Version] = sets.New[string]()
 				}
-				subresources[res.Version].Insert(sub)
+				subresources[gv.Version].Insert(sub)
 			} else {
 				found = &kindResource{resource: res}
 			}

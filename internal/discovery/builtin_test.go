@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kube-openapi/pkg/util/proto"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
@@ -137,5 +138,39 @@ func TestBuiltinCRD_notServed(t *testing.T) {
 	_, err = in.build(schema.GroupKind{Group: "apps", Kind: "Deployment"}, in.PreferredResources, nil)
 	if err == nil || !strings.Contains(err.Error(), "no model for apps/v1, Kind=Deployment") {
 		t.Errorf("err = %v, want one about the missing model", err)
+	}
+}
+
+// TestFindKind_subresourcesOfTheListsVersion: the API server leaves a
+// subresource's group and version empty when they are its parent's; the
+// status of a built-in type is still found (keyed by the version of the
+// list that names it), and a scale subresource that serves another kind
+// (autoscaling/Scale) is not the type's.
+func TestFindKind_subresourcesOfTheListsVersion(t *testing.T) {
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true},
+			{Name: "deployments/status", Kind: "Deployment", Namespaced: true},
+			{Name: "deployments/scale", Group: "autoscaling", Version: "v1", Kind: "Scale", Namespaced: true},
+		}},
+		{GroupVersion: "apps/v1beta2", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true},
+			{Name: "deployments/status", Group: "apps", Version: "v1beta2", Kind: "Deployment", Namespaced: true},
+		}},
+		{GroupVersion: "batch/v1", APIResources: []metav1.APIResource{
+			{Name: "jobs/status", Kind: "Job", Namespaced: true},
+		}},
+	}
+	kr, err := findKind(lists, schema.GroupKind{Group: "apps", Kind: "Deployment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for v, subs := range kr.subresources {
+		got[v] = sets.List(subs)
+	}
+	want := map[string][]string{"v1": {"status"}, "v1beta2": {"status"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("subresources by version (-want +got):\n%s", diff)
 	}
 }

@@ -3,8 +3,8 @@
 //
 // It watches PublishedResources (honouring --published-resource-selector)
 // and CRDs on the service cluster. For each PublishedResource it resolves the
-// source type (the CRD, or for built-in types a CRD built from the OpenAPI
-// v3 document), applies the projection, computes the schema name from the
+// source type (the CRD, or for built-in types a CRD built from discovery
+// and the OpenAPI v2 document), applies the projection, computes the schema name from the
 // projected spec and creates the APIResourceSchema in the APIExport's
 // workspace if it does not exist yet. It writes status.resourceSchemaName,
 // status.observedGeneration and the SchemaReady and ConfigValid conditions.
