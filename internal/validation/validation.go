@@ -71,6 +71,10 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		c.ambiguous("spec.naming.name does not depend on the workspace (.ClusterName, .ClusterPath or $remoteClusterName) and the local type is cluster-scoped: " +
 			"objects with the same name in two workspaces get the same local name, and only the first one syncs (ObjectConflict)")
 	}
+	if spec.Resource.APIGroup == "" && spec.Resource.Kind == "Service" && (spec.Naming == nil || spec.Naming.Name == "") {
+		c.ambiguous("the default spec.naming.name is made of hashes and, for most kcp namespaces, begins with a digit, which a Service's name may not: " +
+			"such copies are refused by the service cluster; set a spec.naming.name that begins with a letter")
+	}
 	if in.LocalScope != apiextensionsv1.ClusterScoped && !copyNamespaceEmbedsClusterName(spec.Naming) {
 		for i, rel := range spec.Related {
 			if rel.Origin != syncagentv1alpha1.RelatedResourceOriginKcp && rel.Object.Namespace == nil && len(rel.AllowedNamespaces) == 0 {

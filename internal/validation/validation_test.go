@@ -178,6 +178,17 @@ func TestCheck(t *testing.T) {
 			wantMsg: []string{"spec.filter.namespace is ignored"},
 		},
 		{
+			name:       "default naming of Services",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"a Service's name may not", "begins with a letter"},
+		},
+		{
+			name:       "a naming template for Services",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}, Naming: &syncagentv1alpha1.ResourceNaming{Name: "svc-{{ .Object.metadata.name }}"}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
+		},
+		{
 			name:       "default naming of a cluster-scoped local type",
 			in:         Input{LocalScope: apiextensionsv1.ClusterScoped},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,

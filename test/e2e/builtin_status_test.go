@@ -62,8 +62,12 @@ func newDeployment(gvk schema.GroupVersionKind, namespace, name string) *unstruc
 // status write back failed with "not found").
 func TestBuiltinStatusReachesKcp(t *testing.T) {
 	t.Parallel()
+	// A Service's name must start with a letter; the default naming's
+	// hashes may start with a digit.
+	services := builtinPR("services", "", "Service")
+	services.Spec.Naming = &syncagentv1alpha1.ResourceNaming{Name: "svc-{{ .Object.metadata.name }}"}
 	f, consumers, _ := syncSetup(t, nil, []*syncagentv1alpha1.PublishedResource{
-		builtinPR("deployments", "apps", "Deployment"), builtinPR("services", "", "Service"),
+		builtinPR("deployments", "apps", "Deployment"), services,
 	}, 1)
 	consumer := consumers[0]
 	ctx := t.Context()
