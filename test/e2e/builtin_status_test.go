@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
@@ -114,12 +113,11 @@ func waitBuiltinCopy(t *testing.T, c ctrlruntimeclient.Client, gvk schema.GroupV
 	t.Helper()
 	var local *unstructured.Unstructured
 	framework.WaitFor(t, syncTimeout, "the local "+gvk.Kind, func(ctx context.Context) (bool, error) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": cluster}); err != nil || len(list.Items) != 1 {
+		items, err := localCopiesOf(ctx, c, gvk, cluster)
+		if err != nil || len(items) != 1 {
 			return false, err
 		}
-		local = &list.Items[0]
+		local = &items[0]
 		return true, nil
 	})
 	return local
@@ -165,17 +163,8 @@ func TestBuiltinSchemaSwitchKeepsConsumers(t *testing.T) {
 	old, err := projection.Schema(src, projected, agentName)
 	framework.Must(t, err, "the old schema")
 	framework.Must(t, f.Org.Client.Create(ctx, old), "create the old schema %s", old.Name)
-	framework.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		exp, err := getRawExport(ctx, f.Org, f.Export.Name)
-		if err != nil {
-			return err
-		}
-		list, _, _ := unstructured.NestedSlice(exp.Object, "spec", "resources")
-		list = append(list, map[string]any{"group": builtinGroup, "name": "deployments", "schema": old.Name, "storage": map[string]any{"crd": map[string]any{}}})
-		if err := unstructured.SetNestedSlice(exp.Object, list, "spec", "resources"); err != nil {
-			return err
-		}
-		return f.Org.Client.Update(ctx, exp)
+	framework.Must(t, appendToExport(ctx, f.Org, f.Export.Name, map[string]map[string]any{
+		"resources": {"group": builtinGroup, "name": "deployments", "schema": old.Name, "storage": map[string]any{"crd": map[string]any{}}},
 	}), "add the old schema to the export")
 
 	consumer := f.Kcp.BindConsumer(t, f.Org, f.Export.Name, f.Export.Spec.PermissionClaims)

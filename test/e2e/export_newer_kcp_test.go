@@ -25,6 +25,25 @@ func getRawExport(ctx context.Context, ws *framework.Workspace, name string) (*u
 	return u, ws.Client.Get(ctx, types.NamespacedName{Name: name}, u)
 }
 
+// appendToExport adds entries to spec.<field> lists of the APIExport as an
+// administrator would with kubectl edit: read, append, write (kcp's
+// controllers may write the export meanwhile: retried).
+func appendToExport(ctx context.Context, ws *framework.Workspace, name string, entries map[string]map[string]any) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		exp, err := getRawExport(ctx, ws, name)
+		if err != nil {
+			return err
+		}
+		for field, entry := range entries {
+			list, _, _ := unstructured.NestedSlice(exp.Object, "spec", field)
+			if err := unstructured.SetNestedSlice(exp.Object, append(list, entry), "spec", field); err != nil {
+				return err
+			}
+		}
+		return ws.Client.Update(ctx, exp)
+	})
+}
+
 // rawEntry returns the entry of spec.<field> whose key fields match.
 func rawEntry(u *unstructured.Unstructured, field string, match map[string]string) map[string]any {
 	list, _, _ := unstructured.NestedSlice(u.Object, "spec", field)
@@ -73,21 +92,8 @@ func TestExportKeepsFieldsOfANewerKcp(t *testing.T) {
 		"group": "", "resource": "configmaps", "verbs": []any{"get", "list"}, "identityHash": "",
 		"defaultSelector": map[string]any{"matchLabels": map[string]any{"team": "a"}},
 	}
-	// As an administrator would with kubectl edit: read, append, write
-	// (kcp's controllers may write the export meanwhile: retried).
-	framework.Must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		exp, err := getRawExport(ctx, f.Org, f.Export.Name)
-		if err != nil {
-			return err
-		}
-		for field, entry := range map[string]map[string]any{"resources": virtual, "permissionClaims": claim} {
-			list, _, _ := unstructured.NestedSlice(exp.Object, "spec", field)
-			if err := unstructured.SetNestedSlice(exp.Object, append(list, entry), "spec", field); err != nil {
-				return err
-			}
-		}
-		return f.Org.Client.Update(ctx, exp)
-	}), "add the administrator's entries to the export")
+	framework.Must(t, appendToExport(ctx, f.Org, f.Export.Name, map[string]map[string]any{"resources": virtual, "permissionClaims": claim}),
+		"add the administrator's entries to the export")
 
 	// What the server stored is what the agent must keep.
 	exp, err = getRawExport(ctx, f.Org, f.Export.Name)

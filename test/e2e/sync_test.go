@@ -40,10 +40,15 @@ func newObject(gvk schema.GroupVersionKind, namespace, name string, spec map[str
 	return u
 }
 
-// localCopies lists the local copies of objects from one workspace.
+// localCopies lists the local Things copied from one workspace.
 func localCopies(ctx context.Context, c ctrlruntimeclient.Client, cluster string) ([]unstructured.Unstructured, error) {
+	return localCopiesOf(ctx, c, localThing, cluster)
+}
+
+// localCopiesOf lists the local objects of gvk copied from one workspace.
+func localCopiesOf(ctx context.Context, c ctrlruntimeclient.Client, gvk schema.GroupVersionKind, cluster string) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(localThing.GroupVersion().WithKind("ThingList"))
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	err := c.List(ctx, list, ctrlruntimeclient.MatchingLabels{"syncagent.kcp.io/remote-object-cluster": cluster})
 	return list.Items, err
 }
