@@ -9,6 +9,7 @@ import (
 
 	kcpapisv1alpha2 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha2"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -142,13 +143,18 @@ func waitKcpStatus(t *testing.T, ws *framework.Workspace, obj *unstructured.Unst
 // subresource, so another name) keeps its Deployment when the agent takes
 // over: the agent publishes the schema with status, replaces the export's
 // entry, kcp moves the binding to it, and the Deployment, the same object,
-// syncs and gets its status.
+// syncs and gets its status. The local Deployment, with its status, is
+// there before the agent starts (as the reference left it): the agent's
+// first passes may write the status while kcp still serves the old
+// schema, whose 404 must not be taken for a deleted object.
 func TestBuiltinSchemaSwitchKeepsConsumers(t *testing.T) {
 	t.Parallel()
 	f := framework.NewFixture(t, testKcp)
 	ctx := t.Context()
 	agentName := f.Export.Name + "-syncagent"
 	pr := builtinPR("deployments", "apps", "Deployment")
+	// A naming the test can predict, to place the reference's copy.
+	pr.Spec.Naming = &syncagentv1alpha1.ResourceNaming{Namespace: "{{ .ClusterName }}", Name: "{{ .Object.metadata.name }}"}
 
 	// The old schema, as the reference built it: every subresource lost.
 	resolver, err := discovery.NewResolver(f.Service.Config, f.Service.Client)
@@ -175,6 +181,13 @@ func TestBuiltinSchemaSwitchKeepsConsumers(t *testing.T) {
 	})
 	uid := deployment.GetUID()
 
+	// The copy the reference made, with the status the service reports.
+	framework.Must(t, f.Service.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: consumer.ClusterName}}), "create the copy's namespace")
+	local := newDeployment(localDeployment, consumer.ClusterName, deployment.GetName())
+	framework.Must(t, f.Service.Client.Create(ctx, local), "create the reference's local Deployment")
+	framework.Must(t, unstructured.SetNestedField(local.Object, map[string]any{"observedGeneration": local.GetGeneration(), "replicas": int64(1), "readyReplicas": int64(1)}, "status"), "set the Deployment's status")
+	framework.Must(t, f.Service.Client.Status().Update(ctx, local), "update the local Deployment's status")
+
 	framework.Must(t, f.Service.Client.Create(ctx, pr), "create the PublishedResource")
 	framework.StartAgent(t, f.AgentArgs()...)
 	pr = f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
@@ -199,9 +212,9 @@ func TestBuiltinSchemaSwitchKeepsConsumers(t *testing.T) {
 		return false, nil
 	})
 
-	local := waitBuiltinCopy(t, f.Service.Client, localDeployment, consumer.ClusterName)
-	framework.Must(t, unstructured.SetNestedField(local.Object, map[string]any{"observedGeneration": local.GetGeneration(), "replicas": int64(1), "readyReplicas": int64(1)}, "status"), "set the Deployment's status")
-	framework.Must(t, f.Service.Client.Status().Update(ctx, local), "update the local Deployment's status")
+	if adopted := waitBuiltinCopy(t, f.Service.Client, localDeployment, consumer.ClusterName); adopted.GetUID() != local.GetUID() {
+		t.Errorf("the local Deployment is another object (UID %s), not the reference's copy %s", adopted.GetUID(), local.GetUID())
+	}
 	waitKcpStatus(t, consumer, deployment, "readyReplicas", func(v any) bool { return v == int64(1) })
 	got := &unstructured.Unstructured{}
 	got.SetGroupVersionKind(kcpDeployment)

@@ -778,10 +778,7 @@ func (s *Syncer) heldByOthers(ctx context.Context, ws Workspace, p state.Primary
 // A primary whose type the workspace does not serve cannot be checked and
 // counts as alive.
 func (s *Syncer) alive(ctx context.Context, ws Workspace, p state.Primary, records []state.StoredRelated) ([]state.StoredRelated, error) {
-	reader := ws.Live
-	if reader == nil {
-		reader = ws.Client
-	}
+	reader := ws.reader()
 	own := schema.FromAPIVersionAndKind(p.APIVersion, p.Kind).GroupKind()
 	var out []state.StoredRelated
 	for _, o := range records {

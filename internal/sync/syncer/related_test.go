@@ -1733,7 +1733,18 @@ func TestSyncer_kcpObjectDeletedBeforeItsStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	vanish = true
-	res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	// Gone from the server (finalizer removed by hand, then deleted);
+	// the pass holds the copy it read before.
+	read := e.getRemote(t, "default", "foo")
+	gone := read.DeepCopy()
+	gone.SetFinalizers(nil)
+	if err := e.kcp.Update(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.syncer.Process(t.Context(), Workspace{Client: e.kcp, Cluster: cluster}, read)
 	if err != nil || res.Writes != 0 {
 		t.Errorf("Process = %+v, %v; want no error and no write for an object that is gone", res, err)
 	}

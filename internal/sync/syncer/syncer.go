@@ -102,6 +102,14 @@ type Workspace struct {
 	Cluster, Path string
 }
 
+// reader reads from the workspace's server: Live, or Client without it.
+func (ws Workspace) reader() ctrlruntimeclient.Reader {
+	if ws.Live == nil {
+		return ws.Client
+	}
+	return ws.Live
+}
+
 // Result tells the caller what happened.
 type Result struct {
 	// Requeue asks for a prompt re-check after a write (or a cache that
@@ -524,43 +532,6 @@ func missing(have, want map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// syncStatus copies the local status, after the status mutations (which
-// see the spec-mutated kcp object), up to kcp (contract §6.6), only for
-// types with a status subresource.
-func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, local *unstructured.Unstructured) (Result, error) {
-	localStatus, err := s.StatusForKcp(mutated, local)
-	if err != nil {
-		return Result{}, err
-	}
-	// A missing status and a null one are the same.
-	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
-		return Result{}, nil
-	}
-	if !s.StatusSubresource {
-		// Without a status subresource the status cannot be written
-		// separately (contract §6.6): warn once per generation, never loop.
-		if s.Warned != nil && s.Warned.First(obj) {
-			s.Event(obj, corev1.EventTypeWarning, ReasonStatusSubresMissing,
-				"The service reports a status, but this API has no status subresource, so it is not shown here.")
-		}
-		return Result{}, nil
-	}
-	updated := obj.DeepCopy()
-	if localStatus != nil {
-		updated.Object["status"] = localStatus
-	} else {
-		delete(updated.Object, "status")
-	}
-	if err := ws.Client.Status().Update(ctx, updated); err != nil {
-		if ObjectNotFound(err, obj.GetName()) {
-			return Result{}, errObjectGone
-		}
-		return Result{}, fmt.Errorf("failed to update the status in kcp: %w", err)
-	}
-	s.Event(obj, corev1.EventTypeNormal, ReasonObjectStatusSynced, "The status was updated from the service cluster.")
-	return Result{Writes: 1}, nil
 }
 
 // finalizers is the agent's view of finalizers on kcp objects.
