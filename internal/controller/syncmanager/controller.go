@@ -54,7 +54,6 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
-	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -149,6 +148,9 @@ type controllerKey struct {
 	localGVK          schema.GroupVersionKind
 	localNamespaced   bool
 	statusSubresource bool
+	// relatedTypes: what discovery says about the related types (their
+	// scope and status subresource); a change restarts the controller.
+	relatedTypes string
 }
 
 type reconciler struct {
@@ -171,10 +173,10 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards kcpTypes, notServed, releasing, conflictReleased, released, earlierDone, warned and failed.
+	// servedMu guards notServed, releasing, conflictReleased, released, earlierDone, warned and failed.
 	servedMu sync.Mutex
-	// kcpTypes caches the related types found on an endpoint (endpoint|GVR).
-	kcpTypes map[string]agentdiscovery.TypeInfo
+	// kcpTypes remembers the related types found on an endpoint.
+	kcpTypes typeCache
 	// notServed counts consecutive "not served" answers per PublishedResource.
 	notServed map[string]int
 	// prEvents records Events on PublishedResources.
@@ -345,7 +347,6 @@ func Add(mgr manager.Manager, opts Options) error {
 		prEvents:         mgr.GetEventRecorderFor(ControllerName),
 		review:           requestReviewer(metadataClient),
 		failed:           map[string]endpointFailure{},
-		kcpTypes:         map[string]agentdiscovery.TypeInfo{},
 	}
 
 	r.endpointClients = r.newEndpointClient
@@ -890,6 +891,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		uid: pr.UID, generation: pr.Generation, schemaName: pr.Status.ResourceSchemaName,
 		localGVK: localGVK, localNamespaced: src.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		statusSubresource: projection.HasStatusSubresource(src, localGVK.Version),
+		relatedTypes:      fmt.Sprint(relatedTypes),
 	}
 	// Recorded before the controller can give any object our finalizer.
 	current := schema.GroupResource{Group: remoteGVK.Group, Resource: projected.Spec.Names.Plural}
@@ -1129,58 +1131,4 @@ func (c endpointCheck) unreachableList() string {
 		parts = append(parts, fmt.Sprintf("%s (%v)", u, c.unreachable[u]))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// relatedTypes finds the types of the related entries: the service-side one
-// on the service cluster, the kcp-side one on every serving endpoint (types
-// from other exports are served there through the permission claims; an
-// endpoint without one would never deliver its events).
-func (r *reconciler) relatedTypes(pr *syncagentv1alpha1.PublishedResource, urls []string) ([]syncctrl.RelatedTypes, error) {
-	var out []syncctrl.RelatedTypes
-	for i := range pr.Spec.Related {
-		rel := &pr.Spec.Related[i]
-		kcpGVR, serviceGVR := related.GVRs(rel)
-		service, err := r.Resolver.ResourceInfo(serviceGVR)
-		if err != nil {
-			return nil, fmt.Errorf("related %q: the service cluster: %w", rel.Identifier, err)
-		}
-		var kcp agentdiscovery.TypeInfo
-		for j, url := range urls {
-			info, err := r.kcpType(url, kcpGVR)
-			if err != nil {
-				return nil, fmt.Errorf("related %q: endpoint %s: %w (is the permission claim accepted?)", rel.Identifier, url, err)
-			}
-			if j == 0 {
-				kcp = info
-			}
-		}
-		out = append(out, syncctrl.RelatedTypes{
-			Kcp:     related.Type{GVR: kcpGVR, TypeInfo: kcp},
-			Service: related.Type{GVR: serviceGVR, TypeInfo: service},
-		})
-	}
-	return out, nil
-}
-
-// kcpType looks a resource up in an endpoint's wildcard discovery;
-// answers are remembered.
-func (r *reconciler) kcpType(url string, gvr schema.GroupVersionResource) (agentdiscovery.TypeInfo, error) {
-	cacheKey := url + "|" + gvr.String()
-	r.servedMu.Lock()
-	info, known := r.kcpTypes[cacheKey]
-	r.servedMu.Unlock()
-	if known {
-		return info, nil
-	}
-	dc, err := r.endpointDiscovery(url)
-	if err != nil {
-		return info, err
-	}
-	if info, err = agentdiscovery.ResourceInfo(dc, gvr); err != nil {
-		return info, err
-	}
-	r.servedMu.Lock()
-	r.kcpTypes[cacheKey] = info
-	r.servedMu.Unlock()
-	return info, nil
 }
