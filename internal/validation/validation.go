@@ -39,6 +39,10 @@ type Result struct {
 	Deprecated []string
 }
 
+// ServiceNaming is a spec.naming.name for Services: the default's hashes
+// (as unique), behind a letter.
+const ServiceNaming = "svc-{{ .Object.metadata.namespace | sha3short }}-{{ .Object.metadata.name | sha3short }}"
+
 // Input is what Check needs besides the PublishedResource itself.
 type Input struct {
 	// KcpScope is the scope of the projected type, if known.
@@ -71,9 +75,11 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		c.ambiguous("spec.naming.name does not depend on the workspace (.ClusterName, .ClusterPath or $remoteClusterName) and the local type is cluster-scoped: " +
 			"objects with the same name in two workspaces get the same local name, and only the first one syncs (ObjectConflict)")
 	}
-	if spec.Resource.APIGroup == "" && spec.Resource.Kind == "Service" && (spec.Naming == nil || spec.Naming.Name == "") {
+	// (A cluster-scoped kcp object's default name begins with the hash of
+	// "", a7ffc6f8bf…: a letter.)
+	if spec.Resource.APIGroup == "" && spec.Resource.Kind == "Service" && (spec.Naming == nil || spec.Naming.Name == "") && in.KcpScope != apiextensionsv1.ClusterScoped {
 		c.ambiguous("the default spec.naming.name is made of hashes and, for most kcp namespaces, begins with a digit, which a Service's name may not: " +
-			"such copies are refused by the service cluster; set a spec.naming.name that begins with a letter")
+			"such copies are refused by the service cluster; set a spec.naming.name that begins with a letter, such as " + ServiceNaming)
 	}
 	if in.LocalScope != apiextensionsv1.ClusterScoped && !copyNamespaceEmbedsClusterName(spec.Naming) {
 		for i, rel := range spec.Related {

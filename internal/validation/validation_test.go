@@ -181,11 +181,17 @@ func TestCheck(t *testing.T) {
 			name:       "default naming of Services",
 			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
-			wantMsg: []string{"a Service's name may not", "begins with a letter"},
+			wantMsg: []string{"a Service's name may not", "begins with a letter, such as svc-{{ .Object.metadata.namespace | sha3short }}-"},
+		},
+		{
+			name:       "default naming of Services projected cluster-scoped",
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}},
+			in:         Input{KcpScope: apiextensionsv1.ClusterScoped},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
 			name:       "a naming template for Services",
-			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}, Naming: &syncagentv1alpha1.ResourceNaming{Name: "svc-{{ .Object.metadata.name }}"}},
+			spec:       syncagentv1alpha1.PublishedResourceSpec{Resource: syncagentv1alpha1.SourceResourceDescriptor{Kind: "Service"}, Naming: &syncagentv1alpha1.ResourceNaming{Name: ServiceNaming}},
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{

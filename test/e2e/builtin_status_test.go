@@ -19,6 +19,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/validation"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
@@ -63,9 +64,9 @@ func newDeployment(gvk schema.GroupVersionKind, namespace, name string) *unstruc
 func TestBuiltinStatusReachesKcp(t *testing.T) {
 	t.Parallel()
 	// A Service's name must start with a letter; the default naming's
-	// hashes may start with a digit.
+	// hashes may start with a digit. The naming the docs suggest.
 	services := builtinPR("services", "", "Service")
-	services.Spec.Naming = &syncagentv1alpha1.ResourceNaming{Name: "svc-{{ .Object.metadata.name }}"}
+	services.Spec.Naming = &syncagentv1alpha1.ResourceNaming{Name: validation.ServiceNaming}
 	f, consumers, _ := syncSetup(t, nil, []*syncagentv1alpha1.PublishedResource{
 		builtinPR("deployments", "apps", "Deployment"), services,
 	}, 1)
