@@ -25,8 +25,11 @@ const goldenSchemasDir = "../../internal/discovery/testdata/reference"
 const goldenProjectionGroup = "golden.example.com"
 
 // TestBuiltinSchemasMatchReference: for built-in types, the agent publishes
-// exactly the schema the reference agent publishes, so a switch adds no
-// second schema and leaves the export alone. hack/refschema computes the
+// exactly the schema of the reference's algorithm with subresources keyed
+// by the list's version (its releases up to v0.7.0 drop the subresources,
+// see TestBuiltinSchemaSwitchKeepsConsumers); for types without a status a
+// switch adds no second schema and leaves the export alone. hack/refschema
+// is an independent build of that algorithm; it computes the
 // reference's CRDs against this test bed's kube-apiserver with kcp's
 // crdpuller; its output must equal the committed golden files (else run
 // `make golden-schemas`), and the agent's schema names must equal the
