@@ -174,3 +174,46 @@ func TestFindKind_subresourcesOfTheListsVersion(t *testing.T) {
 		t.Errorf("subresources by version (-want +got):\n%s", diff)
 	}
 }
+
+// TestBuiltinCRD_referenceV070Names: the reference's releases up to v0.7.0
+// built the same CRDs without any subresource; stripped of theirs, the
+// golden kinds get the schema names those releases published (computed by
+// hack/refschema before subresources were keyed by the list's version).
+// docs/migrating.md's account of a switch from them rests on this.
+func TestBuiltinCRD_referenceV070Names(t *testing.T) {
+	in := loadReferenceInputs(t)
+	for id, want := range map[string]string{
+		"Deployment.apps":                     "v6f498501.deployments.golden.example.com",
+		"HorizontalPodAutoscaler.autoscaling": "ve6ecb51f.horizontalpodautoscalers.golden.example.com",
+		"ConfigMap.core":                      "v92e78a63.configmaps.golden.example.com",
+	} {
+		t.Run(id, func(t *testing.T) {
+			kind, group, _ := strings.Cut(id, ".")
+			if group == "core" {
+				group = ""
+			}
+			crd, err := in.build(schema.GroupKind{Group: group, Kind: kind}, in.PreferredResources, in.models)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range crd.Spec.Versions {
+				crd.Spec.Versions[i].Subresources = &apiextensionsv1.CustomResourceSubresources{}
+			}
+			pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{
+				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: group, Kind: kind},
+				Projection: &syncagentv1alpha1.ResourceProjection{Group: referenceGroup},
+			}}
+			projected, err := projection.Project(crd, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name, err := projection.SchemaName(projected)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != want {
+				t.Errorf("schema name %s, the reference's v0.7.0 is %s", name, want)
+			}
+		})
+	}
+}
