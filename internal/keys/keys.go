@@ -71,6 +71,17 @@ const (
 	// its sync controllers may have given the cleanup finalizer: those of
 	// an earlier projection are released once it changed.
 	SyncedResources = "syncagent.kcp.io/synced-resources"
+	// DeletionPropagationPolicy, on a kcp object (a primary or a kcp-origin
+	// related object), says what happens to its service-cluster copy when
+	// it is deleted: background (the default, also for a missing or
+	// unknown value), foreground or orphan. It is never copied to the
+	// other side.
+	DeletionPropagationPolicy = "syncagent.kcp.io/deletion-propagation-policy"
+	// OrphanedFrom (ours), on a service-cluster object, names the kcp
+	// object ("<cluster>/<namespace>/<name>", the namespace empty for a
+	// cluster-scoped one) whose deletion with the policy orphan left it:
+	// no kcp object adopts it while it is there.
+	OrphanedFrom = "syncagent.kcp.io/orphaned-from"
 	// RelatedResourcesPrefix is the prefix of the related-objects annotation
 	// on kcp primaries: <prefix><identifier>.<index>.
 	RelatedResourcesPrefix = "related-resources.syncagent.kcp.io/"

@@ -137,13 +137,17 @@ func OwnedByOtherAgent(obj *unstructured.Unstructured, agentName string) bool {
 
 // Adoptable reports whether an existing local object may be taken over as
 // the copy of r: none of its identification labels or annotations names
-// another kcp object, and it carries no other agent's label. An object with
-// none of them is unowned and adoptable.
+// another kcp object, it carries no other agent's label, and no earlier kcp
+// object's deletion orphaned it. An object with none of them is unowned
+// and adoptable.
 func Adoptable(obj *unstructured.Unstructured, r Remote, agentName string) bool {
 	if OwnedByOtherAgent(obj, agentName) {
 		return false
 	}
 	l, a := obj.GetLabels(), obj.GetAnnotations()
+	if _, orphaned := a[keys.OrphanedFrom]; orphaned {
+		return false // kept on purpose when its kcp object went
+	}
 	want := r.Labels(agentName)
 	for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash} {
 		if v, ok := l[k]; ok && v != want[k] {
@@ -183,7 +187,7 @@ func copyableAnnotation(k string) bool {
 	switch k {
 	case "kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
 		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind,
-		keys.AgentName, keys.ObjectState:
+		keys.AgentName, keys.ObjectState, keys.DeletionPropagationPolicy, keys.OrphanedFrom:
 		return false
 	}
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)

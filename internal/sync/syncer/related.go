@@ -524,7 +524,10 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 		return res, err
 	}
 	if dest != nil {
-		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), dest)
+		// The source is of kcp origin (it holds the finalizer): its own
+		// policy says how its copy goes.
+		policy, _ := objmeta.PropagationOf(origin)
+		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), dest, policy)
 		if err != nil {
 			return res, err
 		}
@@ -741,7 +744,11 @@ func (s *Syncer) releaseHolders(ctx context.Context, ws Workspace, p state.Prima
 			return res, err
 		}
 		if stored != nil {
-			deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(h.OriginSide).Opposite()), h.Destination.Unstructured())
+			policy := objmeta.PropagateBackground
+			if h.OriginSide == string(related.SideKcp) {
+				policy, _ = objmeta.PropagationOf(obj) // obj is the source
+			}
+			deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(h.OriginSide).Opposite()), h.Destination.Unstructured(), policy)
 			if err != nil {
 				return res, err
 			}
@@ -881,7 +888,7 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 	if deleteCopy && !destShared && st.Destination.Name != "" {
 		cp := st.Destination.Unstructured()
 		cp.SetUID(st.DestinationUID) // only the object this agent wrote
-		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), cp)
+		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), cp, s.sourcePropagation(ctx, ws, st.RelatedRecord))
 		if err != nil {
 			return res, err
 		}
@@ -1175,10 +1182,30 @@ func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRe
 	return false
 }
 
+// sourcePropagation is how the copy of a recorded related object goes: a
+// kcp-origin source says so itself, if it can still be read (a source
+// already gone, or unreadable, leaves the default); service-origin copies
+// in kcp go in the background.
+func (s *Syncer) sourcePropagation(ctx context.Context, ws Workspace, rec state.RelatedRecord) objmeta.Propagation {
+	if rec.OriginSide != string(related.SideKcp) {
+		return objmeta.PropagateBackground
+	}
+	src := rec.Origin.Unstructured()
+	if err := ws.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(src), src); err != nil {
+		return objmeta.PropagateBackground
+	}
+	policy, _ := objmeta.PropagationOf(src)
+	return policy
+}
+
 // deleteIfExists deletes obj (only the object of obj's UID, if it has
-// one); it reports whether a delete was issued.
-func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (bool, error) {
-	var opts []ctrlruntimeclient.DeleteOption
+// one) as policy says (orphan: not at all); it reports whether a delete
+// was issued.
+func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured, policy objmeta.Propagation) (bool, error) {
+	if policy == objmeta.PropagateOrphan {
+		return false, nil
+	}
+	opts := []ctrlruntimeclient.DeleteOption{ctrlruntimeclient.PropagationPolicy(policy.DeletionPropagation())}
 	uid := obj.GetUID()
 	if uid != "" {
 		opts = append(opts, ctrlruntimeclient.Preconditions{UID: &uid})

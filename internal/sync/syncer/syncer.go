@@ -45,6 +45,9 @@ const (
 	ReasonObjectConflict      = "ObjectConflict"
 	ReasonStatusSubresMissing = "StatusSubresourceMissing"
 	ReasonReconcilingError    = "ReconcilingError"
+	// ReasonInvalidDeletionPropagation (ours): the kcp object's deletion
+	// propagation annotation has a value the agent does not know.
+	ReasonInvalidDeletionPropagation = "InvalidDeletionPropagation"
 	// ReasonObjectWaiting (ours): an object has waited about a minute for
 	// something someone else decides (Result.Waiting).
 	ReasonObjectWaiting = "ObjectWaiting"
@@ -594,16 +597,7 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 		return res, err
 	}
 	if local != nil {
-		if local.GetDeletionTimestamp() == nil {
-			if err := s.Service.Delete(ctx, local); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-				return Result{}, fmt.Errorf("failed to delete the local copy: %w", err)
-			}
-			log.FromContext(ctx).V(1).Info("Deleting the local copy", "local", objmeta.QualifiedName(local.GetNamespace(), local.GetName()), "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
-			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the object on the service cluster.")
-			return Result{Requeue: true, Writes: 1}, nil
-		}
-		// Other finalizers on the copy are honoured: wait.
-		return Result{Waiting: waitingFor("the local copy", local)}, nil
+		return s.deleteLocal(ctx, obj, local, p)
 	}
 	if res, err := s.forgetUnseenRelated(ctx, ws, p, obj); err != nil || res.Writes > 0 {
 		res.Requeue = true
@@ -612,6 +606,44 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 	// The state goes last: while it exists, a vanished object's cleanup
 	// goes on (see Vanished).
 	return Result{}, s.State.Delete(ctx, p)
+}
+
+// deleteLocal deletes the local copy of obj, which is being deleted, as
+// obj's deletion propagation policy says: background and foreground delete
+// it (the result waits until it is gone), orphan keeps it, unlinked from
+// obj, and lets the cleanup go on.
+func (s *Syncer) deleteLocal(ctx context.Context, obj, local *unstructured.Unstructured, p state.Primary) (Result, error) {
+	policy, known := objmeta.PropagationOf(obj)
+	localName := objmeta.QualifiedName(local.GetNamespace(), local.GetName())
+	if policy == objmeta.PropagateOrphan {
+		patch := objmeta.UnlinkPatch(local, p.Remote)
+		if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+			return Result{}, fmt.Errorf("failed to orphan the local copy: %w", err)
+		}
+		log.FromContext(ctx).V(1).Info("Orphaned the local copy", "local", localName, "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()))
+		s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "The object on the service cluster is kept (deletion propagation orphan) and no longer belongs to this object.")
+		// The next pass finds no copy and goes on with the state.
+		return Result{Requeue: true, Writes: 1}, nil
+	}
+	if local.GetDeletionTimestamp() != nil {
+		// Other finalizers on the copy (foreground deletion's among them)
+		// are honoured: wait.
+		return Result{Waiting: waitingFor("the local copy", local)}, nil
+	}
+	if !known {
+		s.Event(obj, corev1.EventTypeWarning, ReasonInvalidDeletionPropagation, fmt.Sprintf(
+			"The annotation %s is not one of background, foreground, orphan; the object on the service cluster is deleted in the background.", keys.DeletionPropagationPolicy))
+	}
+	if err := s.Service.Delete(ctx, local, ctrlruntimeclient.PropagationPolicy(policy.DeletionPropagation())); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return Result{}, fmt.Errorf("failed to delete the local copy: %w", err)
+	}
+	log.FromContext(ctx).V(1).Info("Deleting the local copy", "local", localName, "kcp", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()), "propagation", string(policy))
+	message := "Deleting the object on the service cluster."
+	if policy == objmeta.PropagateForeground {
+		message = "Deleting the object on the service cluster, its dependents first (deletion propagation foreground); this object goes once they are gone."
+	}
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, message)
+	return Result{Requeue: true, Writes: 1}, nil
 }
 
 // Vanished cleans up after a kcp object that is gone although it carried

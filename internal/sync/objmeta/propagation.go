@@ -1,0 +1,79 @@
+package objmeta
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+)
+
+// Propagation is what happens to the service-cluster copy of a kcp object
+// when the kcp object is deleted (its annotation
+// keys.DeletionPropagationPolicy).
+type Propagation string
+
+const (
+	// PropagateBackground deletes the copy at once; the service cluster's
+	// garbage collector deletes its dependents afterwards. The default.
+	PropagateBackground Propagation = "background"
+	// PropagateForeground deletes the copy's dependents first; the copy,
+	// and so the kcp object, goes once they are gone.
+	PropagateForeground Propagation = "foreground"
+	// PropagateOrphan keeps the copy, without the metadata that tied it to
+	// the kcp object.
+	PropagateOrphan Propagation = "orphan"
+)
+
+// PropagationOf reads obj's policy: background when obj has none, and
+// background with known false for a value it does not know.
+func PropagationOf(obj metav1.Object) (p Propagation, known bool) {
+	v, ok := obj.GetAnnotations()[keys.DeletionPropagationPolicy]
+	switch p := Propagation(v); {
+	case !ok:
+		return PropagateBackground, true
+	case p == PropagateBackground || p == PropagateForeground || p == PropagateOrphan:
+		return p, true
+	}
+	return PropagateBackground, false
+}
+
+// DeletionPropagation is the API server's propagation policy of a delete
+// under p (orphan deletes nothing and maps to background).
+func (p Propagation) DeletionPropagation() metav1.DeletionPropagation {
+	if p == PropagateForeground {
+		return metav1.DeletePropagationForeground
+	}
+	return metav1.DeletePropagationBackground
+}
+
+// linkLabels and linkAnnotations tie a local copy to its kcp object and
+// its agent: the copy is found by them (Remote.Selector) and adopted only
+// with them.
+var (
+	linkLabels      = []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash, keys.AgentName}
+	linkAnnotations = []string{keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind}
+)
+
+// UnlinkPatch is the JSON merge patch that orphans a local copy of r: it
+// removes the labels and annotations that tie the copy to r and its agent
+// and records r in keys.OrphanedFrom, so that neither r's agent nor a
+// later kcp object of the same name takes it for a copy.
+func UnlinkPatch(local *unstructured.Unstructured, r Remote) []byte {
+	meta := map[string]any{}
+	for field, ks := range map[string][]string{"labels": linkLabels, "annotations": linkAnnotations} {
+		have, _, _ := unstructured.NestedStringMap(local.Object, "metadata", field)
+		remove := map[string]any{}
+		for _, k := range ks {
+			if _, ok := have[k]; ok {
+				remove[k] = nil
+			}
+		}
+		meta[field] = remove
+	}
+	meta["annotations"].(map[string]any)[keys.OrphanedFrom] = r.Cluster + "/" + r.Namespace + "/" + r.Name
+	// Maps of strings and nils always encode.
+	data, _ := json.Marshal(map[string]any{"metadata": meta})
+	return data
+}

@@ -1,0 +1,200 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// TestSyncer_deletionPropagation: the kcp object's annotation decides how
+// its copy goes: deleted with the policy it names (background without one
+// or with an unknown value, which is warned about), or kept and orphaned,
+// so that the kcp object goes at once and no later kcp object of the same
+// name adopts the copy.
+func TestSyncer_deletionPropagation(t *testing.T) {
+	tests := []struct {
+		name       string
+		annotation *string
+		wantPolicy metav1.DeletionPropagation // "" : no delete
+		wantWarn   bool
+	}{
+		{name: "none", wantPolicy: metav1.DeletePropagationBackground},
+		{name: "background", annotation: ptr("background"), wantPolicy: metav1.DeletePropagationBackground},
+		{name: "foreground", annotation: ptr("foreground"), wantPolicy: metav1.DeletePropagationForeground},
+		{name: "unknown", annotation: ptr("Foreground"), wantPolicy: metav1.DeletePropagationBackground, wantWarn: true},
+		{name: "orphan", annotation: ptr("orphan")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t)
+			var policies []metav1.DeletionPropagation
+			e.syncer.Service = interceptor.NewClient(e.service.(ctrlruntimeclient.WithWatch), interceptor.Funcs{
+				Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+					o := &ctrlruntimeclient.DeleteOptions{}
+					o.ApplyOptions(opts)
+					policies = append(policies, ptrValue(o.PropagationPolicy))
+					return c.Delete(ctx, obj, opts...)
+				},
+			})
+			e.syncedFoo(t)
+			obj := e.getRemote(t, "default", "foo")
+			if tt.annotation != nil {
+				obj.SetAnnotations(map[string]string{keys.DeletionPropagationPolicy: *tt.annotation})
+				if err := e.kcp.Update(ctx, obj); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.converge(t, "default", "foo"); err != nil {
+					t.Fatal(err)
+				}
+				if _, copied := e.localCopy(t).GetAnnotations()[keys.DeletionPropagationPolicy]; copied {
+					t.Error("the policy annotation was copied to the service cluster")
+				}
+			}
+			local := e.localCopy(t)
+			if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.converge(t, "default", "foo"); err != nil {
+				t.Fatal(err)
+			}
+			if e.getRemote(t, "default", "foo") != nil {
+				t.Fatal("the kcp object still exists")
+			}
+			if warned := slices.Contains(e.events, ReasonInvalidDeletionPropagation); warned != tt.wantWarn {
+				t.Errorf("warned %v, want %v (events %v)", warned, tt.wantWarn, e.events)
+			}
+			if tt.wantPolicy != "" {
+				if !slices.Equal(policies, []metav1.DeletionPropagation{tt.wantPolicy}) {
+					t.Errorf("the copy was deleted with %v, want %s", policies, tt.wantPolicy)
+				}
+				return
+			}
+			// Orphaned: kept, unlinked, and adopted by nothing.
+			if len(policies) != 0 {
+				t.Errorf("the orphaned copy was deleted (%v)", policies)
+			}
+			kept := e.localCopy(t)
+			if kept.GetUID() != local.GetUID() {
+				t.Fatal("the orphaned copy is another object")
+			}
+			if diff := linkKeys(kept); len(diff) != 0 {
+				t.Errorf("the orphaned copy keeps the keys that tie it to its kcp object: %v", diff)
+			}
+			if got := kept.GetAnnotations()[keys.OrphanedFrom]; got != cluster+"/default/foo" {
+				t.Errorf("orphaned-from = %q", got)
+			}
+			var secrets corev1.SecretList
+			if err := e.service.List(ctx, &secrets); err != nil || len(secrets.Items) != 0 {
+				t.Errorf("state Secrets left: %d (%v)", len(secrets.Items), err)
+			}
+			e.createRemote(t, "default", "foo", map[string]any{"color": "red"})
+			if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+				t.Errorf("a new kcp object of the same name: %v, want ErrConflict (the orphan is not adopted)", err)
+			}
+		})
+	}
+}
+
+// linkKeys returns the labels and annotations of obj that tie a copy to a
+// kcp object.
+func linkKeys(obj interface {
+	GetLabels() map[string]string
+	GetAnnotations() map[string]string
+}) []string {
+	var found []string
+	for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash, keys.AgentName} {
+		if _, ok := obj.GetLabels()[k]; ok {
+			found = append(found, k)
+		}
+	}
+	for _, k := range []string{keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind} {
+		if _, ok := obj.GetAnnotations()[k]; ok {
+			found = append(found, k)
+		}
+	}
+	return found
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func ptrValue[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// TestSyncer_related_sourcePropagation: the copy of a kcp-origin related
+// object goes as its source's own annotation says, whether the source or
+// its primary is deleted: foreground is passed on, orphan keeps the copy;
+// the source's finalizer and the records go either way.
+func TestSyncer_related_sourcePropagation(t *testing.T) {
+	for _, deleteSource := range []bool{true, false} {
+		for _, policy := range []string{"foreground", "orphan"} {
+			name := policy + " primary deleted"
+			if deleteSource {
+				name = policy + " source deleted"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := t.Context()
+				var policies []metav1.DeletionPropagation
+				source := configMap("default", "app-config", map[string]string{"key": "value"})
+				source.SetAnnotations(map[string]string{keys.DeletionPropagationPolicy: policy})
+				e := newRelatedEnv(t, relatedEnvOptions{
+					rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+					kcpObjects: []ctrlruntimeclient.Object{source},
+					serviceFuncs: interceptor.Funcs{Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+						if obj.GetName() == "app-config" {
+							o := &ctrlruntimeclient.DeleteOptions{}
+							o.ApplyOptions(opts)
+							policies = append(policies, ptrValue(o.PropagationPolicy))
+						}
+						return c.Delete(ctx, obj, opts...)
+					}},
+				})
+				e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+				e.mustConverge(t)
+				if _, copied := mustGet(t, e.service, configMapGVK, cluster, "app-config").GetAnnotations()[keys.DeletionPropagationPolicy]; copied {
+					t.Error("the policy annotation was copied to the service cluster")
+				}
+				deleted := e.getRemote(t, "default", "foo")
+				if deleteSource {
+					deleted = mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+				}
+				if err := e.kcp.Delete(ctx, deleted); err != nil {
+					t.Fatal(err)
+				}
+				e.mustConverge(t)
+
+				kept := get(t, e.service, configMapGVK, cluster, "app-config") != nil
+				switch policy {
+				case "foreground":
+					if kept || !slices.Equal(policies, []metav1.DeletionPropagation{metav1.DeletePropagationForeground}) {
+						t.Errorf("copy kept %v, deleted with %v; want it deleted in the foreground", kept, policies)
+					}
+				case "orphan":
+					if !kept || len(policies) != 0 {
+						t.Errorf("copy kept %v, deleted with %v; want it kept", kept, policies)
+					}
+				}
+				if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil && len(src.GetFinalizers()) != 0 {
+					t.Errorf("the source kept finalizers %v", src.GetFinalizers())
+				}
+				if names := e.relatedStateNames(t); len(names) != 0 {
+					t.Errorf("related state Secrets left: %v", names)
+				}
+			})
+		}
+	}
+}
