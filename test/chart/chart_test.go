@@ -223,7 +223,7 @@ func TestRender_defaults(t *testing.T) {
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		{APIGroups: []string{"syncagent.kcp.io"}, Resources: []string{"publishedresources/status"}, Verbs: []string{"get", "update", "patch"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"list"}},
 		{NonResourceURLs: []string{"/api", "/api/*", "/apis", "/apis/*", "/openapi/v2"}, Verbs: []string{"get"}},
 	}, cr.Rules)
