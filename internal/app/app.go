@@ -112,6 +112,7 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		StateSweepInterval:      deps.Options.StateSweepInterval,
 		SweepUnbound:            deps.Options.SweepUnboundWorkspaces,
 		DeleteCreatedNamespaces: deps.Options.DeleteCreatedNamespaces,
+		NamespaceMetadata:       deps.Options.NamespaceMetadata,
 		PatrolInterval:          deps.Options.PatrolInterval,
 		PatrolReport:            deps.Options.PatrolMode == options.PatrolModeReport,
 

@@ -48,6 +48,11 @@ const (
 	// to write into a namespace removes the mark first, which changes the
 	// namespace and so stops the deletion.
 	DeletionCandidate = "syncagent.kcp.io/deletion-candidate"
+	// NamespaceMetadata (ours) is the annotation on a namespace the agent
+	// created that records which labels and annotations the agent put on
+	// it (--namespace-label, --namespace-annotation), so that a key taken
+	// out of the configuration is removed and no other key is touched.
+	NamespaceMetadata = "syncagent.kcp.io/namespace-metadata"
 
 	// ObjectState labels the state Secrets.
 	ObjectState = "syncagent.kcp.io/object-state"

@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 )
 
 // Controller names accepted by --disabled-controllers.
@@ -115,6 +117,12 @@ type Options struct {
 	// namespaces the agent created for a workspace that is gone, once
 	// nothing lives in them.
 	DeleteCreatedNamespaces bool
+	// NamespaceLabels and NamespaceAnnotations are "key=template" pairs
+	// for the namespaces the agent creates; NamespaceMetadata is their
+	// compiled form (after Validate).
+	NamespaceLabels      []string
+	NamespaceAnnotations []string
+	NamespaceMetadata    *nsmeta.Metadata
 
 	// PatrolInterval is the period of the patroller's anti-entropy passes
 	// (0: off); PatrolMode is PatrolModeRepair or PatrolModeReport.
@@ -181,6 +189,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are swept; 0 disables the sweep.")
 	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
 	fs.BoolVar(&o.DeleteCreatedNamespaces, "delete-created-namespaces", o.DeleteCreatedNamespaces, "Let the sweep delete the service-cluster namespaces this agent created for a workspace that no endpoint of the APIExportEndpointSlice lists a binding of any more and that is not engaged, once two sweeps in a row found nothing in them but what Kubernetes puts into every namespace. Proving that lists every namespaced type (metadata only), which needs list on every resource; a type the agent may not list keeps the namespace. Needs --state-sweep-interval above 0.")
+	fs.StringArrayVar(&o.NamespaceLabels, "namespace-label", o.NamespaceLabels, "A label key=value for the service-cluster namespaces the agent creates (repeatable); the value is a Go template that sees .ClusterName (the workspace's logical cluster). Changed or removed labels are applied to every namespace the agent created, never to others.")
+	fs.StringArrayVar(&o.NamespaceAnnotations, "namespace-annotation", o.NamespaceAnnotations, "An annotation key=value for the service-cluster namespaces the agent creates (repeatable), as --namespace-label.")
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
@@ -242,6 +252,12 @@ func (o *Options) Validate() (warnings []string, err error) {
 		errs = append(errs, fmt.Errorf("--published-resource-selector %q is invalid: %w", o.PublishedResourceSelectorString, err))
 	} else {
 		o.PublishedResourceSelector = sel
+	}
+
+	if md, err := nsmeta.Parse(o.NamespaceLabels, o.NamespaceAnnotations); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.NamespaceMetadata = md
 	}
 
 	for _, c := range o.DisabledControllers {

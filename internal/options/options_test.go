@@ -135,6 +135,16 @@ func TestOptions_Validate(t *testing.T) {
 			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=Not_OK", "--apiexport-ref=a"},
 			wantErrs: []string{`--namespace "Not_OK" is invalid`},
 		},
+		{
+			name:     "bad namespace metadata",
+			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=ns", "--apiexport-ref=a", "--namespace-label=syncagent.kcp.io/x=y"},
+			wantErrs: []string{`--namespace-label "syncagent.kcp.io/x": the key is reserved`},
+		},
+		{
+			name:     "namespace label value that renders invalid",
+			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=ns", "--apiexport-ref=a", "--namespace-label=team=a b"},
+			wantErrs: []string{`namespace label team: the value "a b" is not a valid label value`},
+		},
 	}
 
 	for _, tc := range testcases {

@@ -32,9 +32,13 @@ func allValues() map[string]any {
 		"replicas":                   3,
 		"enableLeaderElection":       false,
 		"disabledControllers":        []any{"apiexport", "apiresourceschema"},
-		"patrol":                     map[string]any{"interval": "30m", "mode": "report"},
-		"sync":                       map[string]any{"workers": 16, "eventLevel": "warning"},
-		"rateLimits":                 map[string]any{"kcpQPS": 50.5, "kcpBurst": 100, "serviceQPS": 1000, "serviceBurst": 2000},
+		"namespaceMetadata": map[string]any{
+			"labels":      map[string]any{"tenant": "{{ .ClusterName }}", "team": "tenants"},
+			"annotations": map[string]any{"example.com/owner": "kcp"},
+		},
+		"patrol":     map[string]any{"interval": "30m", "mode": "report"},
+		"sync":       map[string]any{"workers": 16, "eventLevel": "warning"},
+		"rateLimits": map[string]any{"kcpQPS": 50.5, "kcpBurst": 100, "serviceQPS": 1000, "serviceBurst": 2000},
 		"resources": map[string]any{
 			"requests": map[string]any{"cpu": "200m", "memory": "128Mi"},
 			"limits":   map[string]any{"cpu": "2", "memory": "1Gi"},

@@ -39,6 +39,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -102,6 +103,9 @@ var ErrInvalidConfig = errors.New("invalid PublishedResource")
 type Options struct {
 	// PublishedResource is a private copy; the controller never modifies it.
 	PublishedResource *syncagentv1alpha1.PublishedResource
+	// NamespaceMetadata is put on the service-cluster namespaces the
+	// controller creates (nil: nothing).
+	NamespaceMetadata *nsmeta.Metadata
 	// DeletionOnly processes only the deletion of objects that carry our
 	// finalizer (synchronization disabled).
 	DeletionOnly bool
@@ -337,6 +341,7 @@ func New(opts Options) (*Controller, error) {
 			LocalNamespaced:   opts.LocalNamespaced,
 			StatusSubresource: opts.StatusSubresource,
 			Namer:             rules.Namer,
+			NamespaceMetadata: opts.NamespaceMetadata,
 			Service:           opts.Service,
 			Copies:            opts.LocalCache,
 			State:             &state.Store{Client: opts.Service, Live: opts.ServiceReader, Namespace: opts.Namespace, AgentName: opts.AgentName},

@@ -52,6 +52,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -115,6 +116,10 @@ type Options struct {
 	// DeleteCreatedNamespaces lets the sweep delete the namespaces the
 	// agent created for workspaces that are gone, once they are empty.
 	DeleteCreatedNamespaces bool
+	// NamespaceMetadata is put on the service-cluster namespaces the agent
+	// creates, and kept on them (nil: nothing; what an earlier
+	// configuration put there is removed).
+	NamespaceMetadata *nsmeta.Metadata
 	// PatrolInterval and PatrolReport configure the sync controllers'
 	// patrollers (see syncctrl.Patrol).
 	PatrolInterval time.Duration
@@ -281,6 +286,9 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	if !opts.ReleaseOnly {
+		if err := addNamespaceMetadata(mgr, opts.AgentName, opts.NamespaceMetadata, log); err != nil {
+			return err
+		}
 		if err := mgr.Add(&claimsReport{fleet: f, clients: endpointClientsFor(opts.Target.Config), client: mgr.GetClient(),
 			events: mgr.GetEventRecorderFor(ControllerName), log: log.WithName("claims")}); err != nil {
 			return err
@@ -919,6 +927,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		local := r.mcMgr.GetLocalManager()
 		return syncctrl.New(syncctrl.Options{
 			PublishedResource: prCopy,
+			NamespaceMetadata: r.NamespaceMetadata,
 			DeletionOnly:      key.deletionOnly,
 			AgentName:         r.AgentName,
 			Namespace:         r.Namespace,

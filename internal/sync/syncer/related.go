@@ -324,13 +324,15 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			}
 		}
 		if destType.Namespaced && destKey.Namespace != "" {
-			var labels map[string]string
+			var labels, annotations map[string]string
 			if e.Origin == related.SideKcp {
 				// Into the service cluster: a namespace the agent may
 				// delete again once the workspace is gone.
-				labels = createdNamespaceLabels(s.AgentName, ws.Cluster)
+				if labels, annotations, err = s.createdNamespaceMetadata(ws.Cluster); err != nil {
+					return res, err
+				}
 			}
-			created, err := ensureNamespace(ctx, destClient, destKey.Namespace, labels)
+			created, err := ensureNamespace(ctx, destClient, destKey.Namespace, labels, annotations)
 			if err != nil {
 				if r := refusal(e, "Namespace", types.NamespacedName{Name: destKey.Namespace}, false, err); r != nil {
 					return res, r

@@ -26,6 +26,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
@@ -73,6 +74,9 @@ type Syncer struct {
 	// both sides; the projection keeps subresources).
 	StatusSubresource bool
 	Namer             *naming.Namer
+	// NamespaceMetadata is put on the service-cluster namespaces the agent
+	// creates (nil: nothing).
+	NamespaceMetadata *nsmeta.Metadata
 	// Service writes local copies and namespaces; it reads namespaces from
 	// the manager's cache and other objects live (only adoption needs that).
 	Service ctrlruntimeclient.Client
@@ -363,7 +367,11 @@ func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, p state.Primary) 
 func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	if key.Namespace != "" {
-		created, err := ensureNamespace(ctx, s.Service, key.Namespace, createdNamespaceLabels(s.AgentName, p.Remote.Cluster))
+		labels, annotations, err := s.createdNamespaceMetadata(p.Remote.Cluster)
+		if err != nil {
+			return Result{}, err
+		}
+		created, err := ensureNamespace(ctx, s.Service, key.Namespace, labels, annotations)
 		if err != nil {
 			return Result{}, err
 		}
@@ -434,12 +442,12 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 	return res, nil
 }
 
-// ensureNamespace creates a namespace with labels through c unless it
-// exists; it reports whether it created one. An existing namespace that an
+// ensureNamespace creates a namespace with labels and annotations through c
+// unless it exists; it reports whether it created one. An existing namespace that an
 // agent's sweep marked for deletion (found empty) loses the mark before
 // anything is written into it: that changes the namespace, and the sweep
 // deletes only a namespace that did not change since its mark.
-func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string, labels map[string]string) (bool, error) {
+func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name string, labels, annotations map[string]string) (bool, error) {
 	ns := &corev1.Namespace{}
 	err := c.Get(ctx, types.NamespacedName{Name: name}, ns)
 	if err == nil {
@@ -454,7 +462,7 @@ func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name strin
 	if !apierrors.IsNotFound(err) {
 		return false, fmt.Errorf("failed to get namespace %s: %w", name, err)
 	}
-	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
 	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("failed to create namespace %s: %w", name, err)
 	}
@@ -467,6 +475,20 @@ func ensureNamespace(ctx context.Context, c ctrlruntimeclient.Client, name strin
 // sweep).
 func createdNamespaceLabels(agentName, cluster string) map[string]string {
 	return map[string]string{keys.CreatedBy: agentName, keys.CreatedForCluster: cluster}
+}
+
+// createdNamespaceMetadata returns the labels and annotations of a
+// service-cluster namespace the agent creates for a workspace: its own
+// labels and the configured metadata (--namespace-label and
+// --namespace-annotation), which is there from the start, before anything
+// keyed on it (a quota, a network policy, admission) sees the namespace.
+func (s *Syncer) createdNamespaceMetadata(cluster string) (labels, annotations map[string]string, err error) {
+	r, err := s.NamespaceMetadata.Render(nsmeta.Context{ClusterName: cluster})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot create a namespace for workspace %s: %w", cluster, err)
+	}
+	labels, annotations = r.ForCreate(createdNamespaceLabels(s.AgentName, cluster))
+	return labels, annotations, nil
 }
 
 // updateSpec brings the local copy of obj in line with desired (contract

@@ -1,0 +1,37 @@
+package syncer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
+)
+
+// TestSyncer_createdNamespaceCarriesMetadata: the namespace the agent
+// creates for a copy has the configured labels and annotations from the
+// start, next to the agent's own labels.
+func TestSyncer_createdNamespaceCarriesMetadata(t *testing.T) {
+	e := newEnv(t)
+	md, err := nsmeta.Parse([]string{"team=tenants", "tenant={{ .ClusterName }}"}, []string{"example.com/owner=kcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.NamespaceMetadata = md
+	e.syncedFoo(t)
+	ns := &corev1.Namespace{}
+	if err := e.service.Get(context.Background(), types.NamespacedName{Name: cluster}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: cluster, "team": "tenants", "tenant": cluster}, ns.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"example.com/owner": "kcp", keys.NamespaceMetadata: `{"labels":["team","tenant"],"annotations":["example.com/owner"]}`}, ns.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+}
