@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 )
@@ -56,23 +56,37 @@ var (
 	linkAnnotations = []string{keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind}
 )
 
-// UnlinkPatch is the JSON merge patch that orphans a local copy of r: it
-// removes the labels and annotations that tie the copy to r and its agent
+// UnlinkPatch is the JSON merge patch that orphans the local copy of uid
+// made for r: it removes every label and annotation that ties a copy to
+// its kcp object and agent (whether the copy as read shows them or not)
 // and records r in keys.OrphanedFrom, so that neither r's agent nor a
-// later kcp object of the same name takes it for a copy.
-func UnlinkPatch(local *unstructured.Unstructured, r Remote) []byte {
-	meta := map[string]any{}
-	for field, ks := range map[string][]string{"labels": linkLabels, "annotations": linkAnnotations} {
-		have, _, _ := unstructured.NestedStringMap(local.Object, "metadata", field)
-		remove := map[string]any{}
-		for _, k := range ks {
-			if _, ok := have[k]; ok {
-				remove[k] = nil
-			}
+// later kcp object of the same name takes it for a copy. The API server
+// refuses it for another object of the same name.
+func UnlinkPatch(uid types.UID, r Remote) []byte {
+	return orphanPatch(uid, r.Cluster+"/"+r.Namespace+"/"+r.Name, true)
+}
+
+// OrphanPatch is the JSON merge patch that marks the object of uid as kept
+// by the deletion of from (keys.OrphanedFrom), for related copies, which
+// carry no link labels.
+func OrphanPatch(uid types.UID, from string) []byte {
+	return orphanPatch(uid, from, false)
+}
+
+func orphanPatch(uid types.UID, from string, unlink bool) []byte {
+	labels, annotations := map[string]any{}, map[string]any{keys.OrphanedFrom: from}
+	if unlink {
+		for _, k := range linkLabels {
+			labels[k] = nil
 		}
-		meta[field] = remove
+		for _, k := range linkAnnotations {
+			annotations[k] = nil
+		}
 	}
-	meta["annotations"].(map[string]any)[keys.OrphanedFrom] = r.Cluster + "/" + r.Namespace + "/" + r.Name
+	meta := map[string]any{"uid": uid, "annotations": annotations}
+	if len(labels) > 0 {
+		meta["labels"] = labels
+	}
 	// Maps of strings and nils always encode.
 	data, _ := json.Marshal(map[string]any{"metadata": meta})
 	return data

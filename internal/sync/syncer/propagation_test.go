@@ -186,6 +186,8 @@ func TestSyncer_related_sourcePropagation(t *testing.T) {
 				case "orphan":
 					if !kept || len(policies) != 0 {
 						t.Errorf("copy kept %v, deleted with %v; want it kept", kept, policies)
+					} else if from := mustGet(t, e.service, configMapGVK, cluster, "app-config").GetAnnotations()[keys.OrphanedFrom]; from != cluster+"/default/app-config" {
+						t.Errorf("the kept copy's %s = %q, want %s/default/app-config", keys.OrphanedFrom, from, cluster)
 					}
 				}
 				if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil && len(src.GetFinalizers()) != 0 {
@@ -196,5 +198,128 @@ func TestSyncer_related_sourcePropagation(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// sourceWithPolicy is the kcp ConfigMap app-config with a propagation
+// policy.
+func sourceWithPolicy(policy string) *corev1.ConfigMap {
+	source := configMap("default", "app-config", map[string]string{"key": "value"})
+	source.SetAnnotations(map[string]string{keys.DeletionPropagationPolicy: policy})
+	return source
+}
+
+// TestSyncer_related_foregroundSourceWaitsForItsCopy: a related source
+// deleted in the foreground keeps the agent's finalizer (and its record)
+// while its copy is being deleted, and is released once the copy is gone.
+func TestSyncer_related_foregroundSourceWaitsForItsCopy(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{sourceWithPolicy("foreground")},
+		// The service cluster's garbage collector holds the copy while its
+		// dependents go.
+		serviceFuncs: interceptor.Funcs{Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			if obj.GetName() == "app-config" {
+				cur := typed(configMapGVK)
+				if err := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur); err != nil {
+					return err
+				}
+				cur.SetFinalizers([]string{metav1.FinalizerDeleteDependents})
+				if err := c.Update(ctx, cur); err != nil {
+					return err
+				}
+			}
+			return c.Delete(ctx, obj, opts...)
+		}},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	src := get(t, e.kcp, configMapGVK, "default", "app-config")
+	if src == nil || !slices.Contains(src.GetFinalizers(), "syncagent.kcp.io/cleanup-agent") {
+		t.Fatalf("the source was released while its copy is still being deleted: %v", src)
+	}
+	if cp := get(t, e.service, configMapGVK, cluster, "app-config"); cp == nil || cp.GetDeletionTimestamp() == nil {
+		t.Fatalf("the copy is not being deleted: %v", cp)
+	}
+	// The dependents are gone.
+	cp := mustGet(t, e.service, configMapGVK, cluster, "app-config")
+	cp.SetFinalizers(nil)
+	if err := e.service.Update(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if src := get(t, e.kcp, configMapGVK, "default", "app-config"); src != nil {
+		t.Errorf("the source stays after its copy went: finalizers %v", src.GetFinalizers())
+	}
+}
+
+// TestSyncer_related_orphanedCopyIsNotTakenOver: the copy an orphaned
+// source left is nobody's: a new source of the same name and content is
+// refused (ObjectConflict), and its deletion leaves the kept copy alone.
+func TestSyncer_related_orphanedCopyIsNotTakenOver(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{sourceWithPolicy("orphan")},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	kept := mustGet(t, e.service, configMapGVK, cluster, "app-config")
+
+	if err := e.kcp.Create(ctx, configMap("default", "app-config", map[string]string{"key": "value"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "foo"); !errors.Is(err, ErrConflict) {
+		t.Errorf("a new source whose copy's name is taken by an orphaned copy: %v, want ObjectConflict", err)
+	}
+	if src := mustGet(t, e.kcp, configMapGVK, "default", "app-config"); len(src.GetFinalizers()) != 0 {
+		t.Errorf("the refused source got finalizers %v", src.GetFinalizers())
+	}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = e.converge(t, "default", "foo")
+	if cp := get(t, e.service, configMapGVK, cluster, "app-config"); cp == nil || cp.GetUID() != kept.GetUID() || cp.GetDeletionTimestamp() != nil {
+		t.Errorf("the orphaned copy was taken over or deleted: %v", cp)
+	}
+}
+
+// TestSyncer_related_unreadableSourceKeepsItsCopy: when the primary goes
+// and its source's policy cannot be read, the pass fails; an orphan taken
+// for a delete could not be undone.
+func TestSyncer_related_unreadableSourceKeepsItsCopy(t *testing.T) {
+	ctx := t.Context()
+	unreadable := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{sourceWithPolicy("orphan")},
+		kcpGetKind: "ConfigMap",
+		kcpGet: func(key ctrlruntimeclient.ObjectKey) error {
+			if unreadable && key.Name == "app-config" {
+				return errors.New("connection reset")
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	unreadable = true
+	if _, err := e.converge(t, "default", "foo"); err == nil {
+		t.Error("the primary's deletion went on without its source's policy")
+	}
+	if get(t, e.service, configMapGVK, cluster, "app-config") == nil {
+		t.Error("the copy of a source whose policy could not be read was deleted")
 	}
 }

@@ -204,7 +204,13 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 	// refusing it, make sure our own state is not just missing from a
 	// lagging cache.
 	foreign := dest != nil && last == nil && merge.Overwrite(dest.DeepCopy(), desired.Object)
-	if foreign && !replaced {
+	// A copy kept by an earlier deletion (orphan) is nobody's copy any
+	// more, whatever it holds or whoever created it.
+	orphaned := dest != nil && dest.GetAnnotations()[keys.OrphanedFrom] != ""
+	if orphaned {
+		foreign, last = true, nil
+	}
+	if foreign && !replaced && !orphaned {
 		if last, err = s.State.GetRelatedLive(ctx, rec); err != nil {
 			return res, err
 		}
@@ -218,7 +224,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 		}
 		foreign = last == nil
 	}
-	if foreign && e.Origin == related.SideService {
+	if foreign && !orphaned && e.Origin == related.SideService {
 		cur, retry, err := s.earlierCopy(ctx, ws, rec, dest)
 		switch {
 		case err != nil:
@@ -236,7 +242,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			foreign, last = false, objmeta.Desired(cur, e.SyncStatus).Object
 		}
 	}
-	if foreign && e.Origin == related.SideKcp {
+	if foreign && !orphaned && e.Origin == related.SideKcp {
 		// A service copy created for this very record whose record was
 		// never written (the pass ended between the two writes, or the
 		// create's answer was lost) and whose source changed since: taken
@@ -250,7 +256,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			foreign, last = false, objmeta.Desired(created, e.SyncStatus).Object
 		}
 	}
-	if foreign {
+	if foreign && !orphaned {
 		shared, err := s.sharedCopy(ctx, ws, e, rec, dest.GetUID())
 		if err != nil {
 			return res, err
@@ -529,13 +535,25 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 		// The source is of kcp origin (it holds the finalizer): its own
 		// policy says how its copy goes.
 		policy, _ := objmeta.PropagationOf(origin)
-		deleted, err := deleteIfExists(ctx, s.side(ws, e.Destination()), dest, policy)
+		wrote, err := releaseCopy(ctx, s.side(ws, e.Destination()), dest, policy, orphanedFrom(ws.Cluster, origin.GetNamespace(), origin.GetName()))
 		if err != nil {
 			return res, err
 		}
-		if deleted {
+		if wrote {
 			res.Writes++
-			s.Event(origin, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the related object's copy.")
+			s.Event(origin, corev1.EventTypeNormal, ReasonObjectCleanup, releaseMessage(policy, "the related object's copy"))
+		}
+		if policy == objmeta.PropagateForeground {
+			// The source stays until its copy and the copy's dependents
+			// are gone.
+			cur, err := readCopy(ctx, s.side(ws, e.Destination()), dest)
+			if err != nil {
+				return res, err
+			}
+			if cur != nil {
+				res.Waiting = waitingFor("the related object's copy", cur)
+				return res, nil
+			}
 		}
 	}
 	if !legacy {
@@ -750,13 +768,13 @@ func (s *Syncer) releaseHolders(ctx context.Context, ws Workspace, p state.Prima
 			if h.OriginSide == string(related.SideKcp) {
 				policy, _ = objmeta.PropagationOf(obj) // obj is the source
 			}
-			deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(h.OriginSide).Opposite()), h.Destination.Unstructured(), policy)
+			wrote, err := releaseCopy(ctx, s.side(ws, related.Side(h.OriginSide).Opposite()), h.Destination.Unstructured(), policy, orphanedFrom(ws.Cluster, self.Namespace, self.Name))
 			if err != nil {
 				return res, err
 			}
-			if deleted {
+			if wrote {
 				res.Writes++
-				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "Deleting the copy another object made of this one as a related object.")
+				s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, releaseMessage(policy, "the copy another object made of this one as a related object"))
 			}
 		}
 		if err := s.State.DeleteRelated(ctx, h.SecretName); err != nil {
@@ -890,13 +908,17 @@ func (s *Syncer) forgetRelated(ctx context.Context, ws Workspace, p state.Primar
 	if deleteCopy && !destShared && st.Destination.Name != "" {
 		cp := st.Destination.Unstructured()
 		cp.SetUID(st.DestinationUID) // only the object this agent wrote
-		deleted, err := deleteIfExists(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), cp, s.sourcePropagation(ctx, ws, st.RelatedRecord))
+		policy, err := s.sourcePropagation(ctx, ws, st.RelatedRecord)
 		if err != nil {
 			return res, err
 		}
-		if deleted {
+		wrote, err := releaseCopy(ctx, s.side(ws, related.Side(st.OriginSide).Opposite()), cp, policy, orphanedFrom(ws.Cluster, st.Origin.Namespace, st.Origin.Name))
+		if err != nil {
+			return res, err
+		}
+		if wrote {
 			res.Writes++
-			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, fmt.Sprintf("Deleting the copy of related object %q.", st.Identifier))
+			s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, releaseMessage(policy, fmt.Sprintf("the copy of related object %q", st.Identifier)))
 		}
 	}
 	if !sourceShared {
@@ -1185,28 +1207,87 @@ func (s *Syncer) keepRecord(ctx context.Context, ws Workspace, st state.StoredRe
 }
 
 // sourcePropagation is how the copy of a recorded related object goes: a
-// kcp-origin source says so itself, if it can still be read (a source
-// already gone, or unreadable, leaves the default); service-origin copies
-// in kcp go in the background.
-func (s *Syncer) sourcePropagation(ctx context.Context, ws Workspace, rec state.RelatedRecord) objmeta.Propagation {
+// kcp-origin source says so itself, read from the workspace's server (a
+// source already gone leaves the default; one that cannot be read is an
+// error, since an orphan taken for a delete cannot be undone);
+// service-origin copies in kcp go in the background.
+func (s *Syncer) sourcePropagation(ctx context.Context, ws Workspace, rec state.RelatedRecord) (objmeta.Propagation, error) {
 	if rec.OriginSide != string(related.SideKcp) {
-		return objmeta.PropagateBackground
+		return objmeta.PropagateBackground, nil
 	}
 	src := rec.Origin.Unstructured()
-	if err := ws.Client.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(src), src); err != nil {
-		return objmeta.PropagateBackground
+	err := ws.reader().Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(src), src)
+	switch {
+	case ObjectNotFound(err, src.GetName()):
+		return objmeta.PropagateBackground, nil
+	case err != nil:
+		return "", fmt.Errorf("failed to read the deletion propagation of related %s %s: %w", src.GetKind(), src.GetName(), err)
 	}
 	policy, _ := objmeta.PropagationOf(src)
-	return policy
+	return policy, nil
+}
+
+// orphanedFrom is the value of keys.OrphanedFrom for an object of a
+// workspace.
+func orphanedFrom(cluster, namespace, name string) string {
+	return cluster + "/" + namespace + "/" + name
+}
+
+// releaseMessage is the Event that announces the release of what under
+// policy.
+func releaseMessage(policy objmeta.Propagation, what string) string {
+	switch policy {
+	case objmeta.PropagateOrphan:
+		return "Keeping " + what + " (deletion propagation orphan); it no longer belongs to this object."
+	case objmeta.PropagateForeground:
+		return "Deleting " + what + ", its dependents first (deletion propagation foreground)."
+	}
+	return "Deleting " + what + "."
+}
+
+// readCopy reads obj (by name; nil when it is gone or another object of
+// its UID has the name now).
+func readCopy(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	err := c.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(obj), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	case obj.GetUID() != "" && cur.GetUID() != obj.GetUID():
+		return nil, nil
+	}
+	return cur, nil
+}
+
+// releaseCopy lets go of the related copy obj as policy says: orphan
+// keeps it and marks it keys.OrphanedFrom (the source), so that no record
+// takes it over again; otherwise it is deleted (only the object of obj's
+// UID, if it has one), unless it is already being deleted. It reports
+// whether it wrote.
+func releaseCopy(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured, policy objmeta.Propagation, from string) (bool, error) {
+	cur, err := readCopy(ctx, c, obj)
+	if err != nil || cur == nil || cur.GetDeletionTimestamp() != nil {
+		return false, err
+	}
+	if policy != objmeta.PropagateOrphan {
+		return deleteIfExists(ctx, c, obj, policy)
+	}
+	if cur.GetAnnotations()[keys.OrphanedFrom] != "" {
+		return false, nil
+	}
+	patch := objmeta.OrphanPatch(cur.GetUID(), from)
+	if err := c.Patch(ctx, cur, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("failed to keep %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return true, nil
 }
 
 // deleteIfExists deletes obj (only the object of obj's UID, if it has
-// one) as policy says (orphan: not at all); it reports whether a delete
-// was issued.
+// one) with policy's propagation; it reports whether a delete was issued.
 func deleteIfExists(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured, policy objmeta.Propagation) (bool, error) {
-	if policy == objmeta.PropagateOrphan {
-		return false, nil
-	}
 	opts := []ctrlruntimeclient.DeleteOption{ctrlruntimeclient.PropagationPolicy(policy.DeletionPropagation())}
 	uid := obj.GetUID()
 	if uid != "" {

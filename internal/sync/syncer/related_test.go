@@ -86,9 +86,10 @@ type relatedEnvOptions struct {
 	serviceFuncs            interceptor.Funcs
 	rels                    []syncagentv1alpha1.RelatedResourceSpec
 	kcpObjects, serviceObjs []ctrlruntimeclient.Object
-	// kcpGet, if set, answers the kcp client's Gets of Credentials;
-	// kcpStatus, if set, its status writes first.
-	kcpGet    func(key ctrlruntimeclient.ObjectKey) error
+	// kcpGet, if set, answers the kcp client's Gets of Credentials (or of
+	// kcpGetKind); kcpStatus, if set, its status writes first.
+	kcpGet     func(key ctrlruntimeclient.ObjectKey) error
+	kcpGetKind string
 	kcpStatus func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
 	// kcpWrite, if set, answers the kcp client's creates and patches first.
 	kcpWrite                 func(obj ctrlruntimeclient.Object) error
@@ -108,7 +109,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 	}
 	e := &relatedEnv{env: &env{
 		kcp: fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(kcpStatus...).WithObjects(o.kcpObjects...).
-			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpStatus, o.kcpWrite)).Build(),
+			WithInterceptorFuncs(kcpServer(o.kcpGet, o.kcpGetKind, o.kcpStatus, o.kcpWrite)).Build(),
 		service: withAgentIndexes(fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(typed(localGVK), typed(serviceCredGVK)).
 			WithObjects(o.serviceObjs...).WithInterceptorFuncs(o.serviceFuncs)).Build(),
 	}}
@@ -150,7 +151,7 @@ func newRelatedEnv(t *testing.T, o relatedEnvOptions) *relatedEnv {
 // kcpServer makes the kcp fake behave like a server where it matters for
 // ownership: created objects get a UID, a delete with a UID precondition
 // of another object conflicts; get (if set) answers Gets of Credentials.
-func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error,
+func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, getKind string, status func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error,
 	write func(obj ctrlruntimeclient.Object) error) interceptor.Funcs {
 	return interceptor.Funcs{
 		SubResourceUpdate: func(ctx context.Context, c ctrlruntimeclient.Client, sub string, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.SubResourceUpdateOption) error {
@@ -194,7 +195,7 @@ func kcpServer(get func(key ctrlruntimeclient.ObjectKey) error, status func(ctx 
 			return c.Delete(ctx, obj, opts...)
 		},
 		Get: func(ctx context.Context, c ctrlruntimeclient.WithWatch, key ctrlruntimeclient.ObjectKey, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.GetOption) error {
-			if get != nil && obj.GetObjectKind().GroupVersionKind().Kind == kcpCredGVK.Kind {
+			if kind := obj.GetObjectKind().GroupVersionKind().Kind; get != nil && (kind == getKind || getKind == "" && kind == kcpCredGVK.Kind) {
 				if err := get(key); err != nil {
 					return err
 				}

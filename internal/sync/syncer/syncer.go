@@ -637,8 +637,14 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 func (s *Syncer) deleteLocal(ctx context.Context, obj, local *unstructured.Unstructured, p state.Primary) (Result, error) {
 	policy, known := objmeta.PropagationOf(obj)
 	localName := objmeta.QualifiedName(local.GetNamespace(), local.GetName())
+	if local.GetDeletionTimestamp() != nil {
+		// Being deleted already (an earlier pass, or someone else): other
+		// finalizers on the copy (foreground deletion's among them) are
+		// honoured, whatever the policy says now.
+		return Result{Waiting: waitingFor("the local copy", local)}, nil
+	}
 	if policy == objmeta.PropagateOrphan {
-		patch := objmeta.UnlinkPatch(local, p.Remote)
+		patch := objmeta.UnlinkPatch(local.GetUID(), p.Remote)
 		if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 			return Result{}, fmt.Errorf("failed to orphan the local copy: %w", err)
 		}
@@ -646,11 +652,6 @@ func (s *Syncer) deleteLocal(ctx context.Context, obj, local *unstructured.Unstr
 		s.Event(obj, corev1.EventTypeNormal, ReasonObjectCleanup, "The object on the service cluster is kept (deletion propagation orphan) and no longer belongs to this object.")
 		// The next pass finds no copy and goes on with the state.
 		return Result{Requeue: true, Writes: 1}, nil
-	}
-	if local.GetDeletionTimestamp() != nil {
-		// Other finalizers on the copy (foreground deletion's among them)
-		// are honoured: wait.
-		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
 	if !known {
 		s.Event(obj, corev1.EventTypeWarning, ReasonInvalidDeletionPropagation, fmt.Sprintf(
