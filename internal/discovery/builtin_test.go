@@ -58,6 +58,25 @@ func (in *referenceInputs) build(gk schema.GroupKind, preferred []*metav1.APIRes
 	return builtinCRD(gk, kr, preferred, models)
 }
 
+// referenceSchemaName projects crd into referenceGroup as the agent does
+// and returns the schema's name.
+func referenceSchemaName(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, group, kind string) string {
+	t.Helper()
+	pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{
+		Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: group, Kind: kind},
+		Projection: &syncagentv1alpha1.ResourceProjection{Group: referenceGroup},
+	}}
+	projected, err := projection.Project(crd, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := projection.SchemaName(projected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 func readJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -102,18 +121,7 @@ func TestBuiltinCRD_matchesReference(t *testing.T) {
 				t.Errorf("annotations differ from the reference (-want +got):\n%s", diff)
 			}
 
-			pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{
-				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: group, Kind: kind},
-				Projection: &syncagentv1alpha1.ResourceProjection{Group: referenceGroup},
-			}}
-			projected, err := projection.Project(got, pr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name, err := projection.SchemaName(projected)
-			if err != nil {
-				t.Fatal(err)
-			}
+			name := referenceSchemaName(t, got, group, kind)
 			if name != wantName {
 				t.Errorf("schema name %s, the reference's is %s", name, wantName)
 			}
@@ -199,18 +207,7 @@ func TestBuiltinCRD_referenceV070Names(t *testing.T) {
 			for i := range crd.Spec.Versions {
 				crd.Spec.Versions[i].Subresources = &apiextensionsv1.CustomResourceSubresources{}
 			}
-			pr := &syncagentv1alpha1.PublishedResource{Spec: syncagentv1alpha1.PublishedResourceSpec{
-				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: group, Kind: kind},
-				Projection: &syncagentv1alpha1.ResourceProjection{Group: referenceGroup},
-			}}
-			projected, err := projection.Project(crd, pr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			name, err := projection.SchemaName(projected)
-			if err != nil {
-				t.Fatal(err)
-			}
+			name := referenceSchemaName(t, crd, group, kind)
 			if name != want {
 				t.Errorf("schema name %s, the reference's v0.7.0 is %s", name, want)
 			}
