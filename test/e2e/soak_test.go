@@ -441,7 +441,21 @@ func (w *soakWorld) bind(ctx context.Context, ws *framework.Workspace) error {
 			State:                 kcpapisv1alpha2.ClaimAccepted,
 		})
 	}
+	// A binding still being deleted (an unbind that outlasted its wait)
+	// is waited for: kcp would remove it after this bind "succeeded" (seen
+	// in a 30-minute run of seed 43: the workspace stayed unbound).
 	err := poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
+		b := &kcpapisv1alpha2.APIBinding{}
+		err := ws.Client.Get(ctx, types.NamespacedName{Name: binding.Name}, b)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return err == nil && b.DeletionTimestamp == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("the APIBinding being deleted did not go: %w", err)
+	}
+	err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 		err := ws.Client.Create(ctx, binding.DeepCopy())
 		return err == nil || apierrors.IsAlreadyExists(err), err
 	})

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -321,5 +323,36 @@ func TestSyncer_related_unreadableSourceKeepsItsCopy(t *testing.T) {
 	}
 	if get(t, e.service, configMapGVK, cluster, "app-config") == nil {
 		t.Error("the copy of a source whose policy could not be read was deleted")
+	}
+}
+
+// TestSyncer_related_sourceGoneBehindAStaleCache: a primary's deletion
+// whose workspace cache still shows its kcp-origin source (a watch that
+// missed the source's deletion; seen for five minutes after a shard
+// restart in the soak) while kcp answers that the source is gone is not
+// held up: the source holds nothing any more, and the primary is released
+// instead of being passed again and again.
+func TestSyncer_related_sourceGoneBehindAStaleCache(t *testing.T) {
+	ctx := t.Context()
+	gone := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		kcpWrite: func(obj ctrlruntimeclient.Object) error {
+			if gone && obj.GetName() == "app-config" {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "app-config")
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	gone = true
+	e.mustConverge(t)
+	if obj := e.getRemote(t, "default", "foo"); obj != nil {
+		t.Errorf("the primary was not released: finalizers %v", obj.GetFinalizers())
 	}
 }

@@ -715,7 +715,13 @@ func (s *Syncer) removeFinalizer(ctx context.Context, ws Workspace, obj *unstruc
 	if !s.finalizers().Release(obj, legacyOurs) {
 		return Result{}, nil
 	}
-	if err := ws.Client.Patch(ctx, obj, patch); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+	if err := ws.Client.Patch(ctx, obj, patch); err != nil {
+		if ObjectNotFound(err, obj.GetName()) {
+			// Gone from kcp: it holds nothing any more. Not a write, so
+			// the caller goes on instead of looking again at a cache that
+			// may still show it (a watch that missed its deletion).
+			return Result{}, nil
+		}
 		return Result{}, fmt.Errorf("failed to remove the finalizer from %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectDeleted, "The object was released by the service.")
