@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -57,6 +58,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	agentName := fs.String("agent-name", "api-syncagent", "The agent name written into the labels.")
 	workspace := fs.String("workspace", "preview-cluster", "The logical cluster name of the samples' workspace.")
 	workspacePath := fs.String("workspace-path", "", "The samples' workspace path (with spec.enableWorkspacePaths).")
+	nsLabels := fs.StringArray("namespace-label", nil, "A label key=template for the namespaces the agent creates, as the agent's flag (repeatable).")
+	nsAnnotations := fs.StringArray("namespace-annotation", nil, "An annotation key=template for the namespaces the agent creates, as the agent's flag (repeatable).")
 	format := fs.StringP("output", "o", "yaml", "Output format: yaml or json.")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -84,6 +87,11 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	}
 
 	in := Input{AgentName: *agentName, Workspace: *workspace, WorkspacePath: *workspacePath, TypeInfo: builtinTypeInfo}
+	md, err := nsmeta.Parse(*nsLabels, *nsAnnotations)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	in.NamespaceMetadata = md
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := readOne(*prFile, syncagentv1alpha1.SchemeGroupVersion.WithKind("PublishedResource"), pr); err != nil {
 		return fail(1, "%v", err)

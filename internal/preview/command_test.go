@@ -23,6 +23,14 @@ func TestCommand(t *testing.T) {
 		name: "database",
 		args: []string{"-f", "testdata/database/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml", "--workspace", "2h7vq0xzr3m1"},
 	}, {
+		name: "deletion-and-namespace-metadata",
+		args: []string{"-f", "testdata/deletion/publishedresource.yaml", "--crd", crd, "--object", "testdata/deletion/objects.yaml", "-o", "json",
+			"--namespace-label", "tenant={{ .ClusterName }}", "--namespace-annotation", "example.com/owner=kcp"},
+	}, {
+		name:   "bad-namespace-label",
+		args:   []string{"-f", "testdata/deletion/publishedresource.yaml", "--crd", crd, "--namespace-label", "syncagent.kcp.io/x=y"},
+		status: 2,
+	}, {
 		name:   "invalid",
 		args:   []string{"-f", "testdata/invalid/publishedresource.yaml", "--crd", crd},
 		status: 1,

@@ -25,6 +25,8 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
@@ -52,6 +54,9 @@ type Input struct {
 	// TypeInfo finds a related type on the service cluster (and, the same,
 	// in kcp).
 	TypeInfo func(schema.GroupVersionResource) (discovery.TypeInfo, error)
+	// NamespaceMetadata is the agent's --namespace-label and
+	// --namespace-annotation (nil: none).
+	NamespaceMetadata *nsmeta.Metadata
 }
 
 // Output is what the preview shows.
@@ -77,12 +82,25 @@ type Object struct {
 	// LocalName and LocalNamespace are the local copy's name.
 	LocalName      string `json:"localName,omitempty"`
 	LocalNamespace string `json:"localNamespace,omitempty"`
+	// CreatedNamespace is the metadata of the local namespace if the agent
+	// creates it (it does when the namespace does not exist yet).
+	CreatedNamespace *NamespaceMetadata `json:"createdNamespace,omitempty"`
+	// Deletion says what happens to the local copy when the kcp object is
+	// deleted (its deletion propagation policy).
+	Deletion string `json:"deletion,omitempty"`
 	// Local is the local copy the agent would create.
 	Local *unstructured.Unstructured `json:"local,omitempty"`
 	// StatusToKcp is the status the agent would write into kcp from the
 	// sample's status (after the status mutations).
 	StatusToKcp any       `json:"statusToKcp,omitempty"`
 	Related     []Related `json:"related,omitempty"`
+}
+
+// NamespaceMetadata is the labels and annotations of a namespace the
+// agent creates.
+type NamespaceMetadata struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Related is what one related entry would look for and copy.
@@ -159,6 +177,7 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 		LocalNamespaced:   src.Spec.Scope == apiextensionsv1.NamespaceScoped,
 		StatusSubresource: projection.HasStatusSubresource(src, projection.StorageVersion(src)),
 		Namer:             rules.Namer,
+		NamespaceMetadata: in.NamespaceMetadata,
 		SpecMutator:       rules.SpecMutator,
 		StatusMutator:     rules.StatusMutator,
 		Related:           rules.Related,
@@ -235,6 +254,14 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 		return o, err
 	}
 	o.Local, o.LocalName, o.LocalNamespace = local, local.GetName(), local.GetNamespace()
+	if o.LocalNamespace != "" {
+		labels, annotations, err := s.CreatedNamespaceMetadata(in.Workspace)
+		if err != nil {
+			return o, err
+		}
+		o.CreatedNamespace = &NamespaceMetadata{Labels: labels, Annotations: annotations}
+	}
+	o.Deletion = deletion(obj)
 	// The local copy as the service reports on it: with the sample's status.
 	reported := local.DeepCopy()
 	if status, ok := obj.Object["status"]; ok {
@@ -285,6 +312,21 @@ func (in Input) typeInfo(gvr schema.GroupVersionResource, own *apiextensionsv1.C
 		return discovery.TypeInfo{}, fmt.Errorf("%s is not known without a cluster", gvr)
 	}
 	return in.TypeInfo(gvr)
+}
+
+// deletion says what the agent does with the local copy when obj is
+// deleted, by obj's deletion propagation policy.
+func deletion(obj *unstructured.Unstructured) string {
+	policy, known := objmeta.PropagationOf(obj)
+	switch {
+	case !known:
+		return fmt.Sprintf("background: the local copy is deleted, its dependents after it (the value of %s is not background, foreground or orphan: the consumer gets an InvalidDeletionPropagation Warning)", keys.DeletionPropagationPolicy)
+	case policy == objmeta.PropagateForeground:
+		return "foreground: the local copy's dependents are deleted first, then the copy; the kcp object waits for them"
+	case policy == objmeta.PropagateOrphan:
+		return "orphan: the local copy is kept, without the agent's labels, marked " + keys.OrphanedFrom
+	}
+	return "background: the local copy is deleted, its dependents after it"
 }
 
 func scopeWord(namespaced bool) string {

@@ -90,7 +90,7 @@ type relatedEnvOptions struct {
 	// kcpGetKind); kcpStatus, if set, its status writes first.
 	kcpGet     func(key ctrlruntimeclient.ObjectKey) error
 	kcpGetKind string
-	kcpStatus func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
+	kcpStatus  func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object) error
 	// kcpWrite, if set, answers the kcp client's creates and patches first.
 	kcpWrite                 func(obj ctrlruntimeclient.Object) error
 	withoutKcpCredStatus     bool // the kcp fake serves Credentials without a status subresource

@@ -367,7 +367,7 @@ func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, p state.Primary) 
 func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	if key.Namespace != "" {
-		labels, annotations, err := s.createdNamespaceMetadata(p.Remote.Cluster)
+		labels, annotations, err := s.CreatedNamespaceMetadata(p.Remote.Cluster)
 		if err != nil {
 			return Result{}, err
 		}
@@ -477,12 +477,12 @@ func createdNamespaceLabels(agentName, cluster string) map[string]string {
 	return map[string]string{keys.CreatedBy: agentName, keys.CreatedForCluster: cluster}
 }
 
-// createdNamespaceMetadata returns the labels and annotations of a
+// CreatedNamespaceMetadata returns the labels and annotations of a
 // service-cluster namespace the agent creates for a workspace: its own
 // labels and the configured metadata (--namespace-label and
 // --namespace-annotation), which is there from the start, before anything
 // keyed on it (a quota, a network policy, admission) sees the namespace.
-func (s *Syncer) createdNamespaceMetadata(cluster string) (labels, annotations map[string]string, err error) {
+func (s *Syncer) CreatedNamespaceMetadata(cluster string) (labels, annotations map[string]string, err error) {
 	r, err := s.NamespaceMetadata.Render(nsmeta.Context{ClusterName: cluster})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot create a namespace for workspace %s: %w", cluster, err)
