@@ -215,6 +215,9 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 
 	ref := kcp.Ref{APIExportEndpointSlice: o.APIExportEndpointSliceRef, APIExport: o.APIExportRef}
 	target, err := kcp.Resolve(ctx, log, kcpCfg, ref)
+	if target != nil {
+		target.EndpointRewrites = o.EndpointRewrites
+	}
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,10 @@ type Target struct {
 	APIExportWorkspace Workspace
 	// APIExportConfig points to APIExportWorkspace.
 	APIExportConfig *rest.Config
+
+	// EndpointRewrites turn the virtual workspace URLs kcp lists into ones
+	// the agent can reach (--endpoint-url-rewrite).
+	EndpointRewrites Rewrites
 }
 
 // resolveBackoff paces start-up retries: kcp may still be starting, or an

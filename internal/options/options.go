@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 )
 
@@ -124,6 +125,11 @@ type Options struct {
 	NamespaceAnnotations []string
 	NamespaceMetadata    *nsmeta.Metadata
 
+	// EndpointURLRewrites are "from=to" prefixes of virtual workspace
+	// URLs; EndpointRewrites their parsed form (after Validate).
+	EndpointURLRewrites []string
+	EndpointRewrites    kcp.Rewrites
+
 	// PatrolInterval is the period of the patroller's anti-entropy passes
 	// (0: off); PatrolMode is PatrolModeRepair or PatrolModeReport.
 	PatrolInterval time.Duration
@@ -191,6 +197,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DeleteCreatedNamespaces, "delete-created-namespaces", o.DeleteCreatedNamespaces, "Let the sweep delete the service-cluster namespaces this agent created for a workspace that no endpoint of the APIExportEndpointSlice lists a binding of any more and that is not engaged, once two sweeps in a row found nothing in them but what Kubernetes puts into every namespace. Proving that lists every namespaced type (metadata only), which needs list on every resource; a type the agent may not list keeps the namespace. Needs --state-sweep-interval above 0.")
 	fs.StringArrayVar(&o.NamespaceLabels, "namespace-label", o.NamespaceLabels, "A label key=value for the service-cluster namespaces the agent creates (repeatable); the value is a Go template that sees .ClusterName (the workspace's logical cluster). Changed or removed labels are applied to every namespace the agent created, never to others.")
 	fs.StringArrayVar(&o.NamespaceAnnotations, "namespace-annotation", o.NamespaceAnnotations, "An annotation key=value for the service-cluster namespaces the agent creates (repeatable), as --namespace-label.")
+	fs.StringArrayVar(&o.EndpointURLRewrites, "endpoint-url-rewrite", o.EndpointURLRewrites, "Rewrite the virtual workspace URLs of the APIExportEndpointSlice (one per kcp shard) that begin with FROM to begin with TO, as FROM=TO (repeatable; the first match wins): kcp lists each shard's own URL, which an agent outside kcp's network may not reach. Example: https://shard-1.kcp.svc:6443=https://shard-1.kcp.example.com")
 	fs.DurationVar(&o.PatrolInterval, "patrol-interval", o.PatrolInterval, "How often the patroller compares every synced kcp object with its local copy, state, status and related objects, and looks for local copies whose kcp object is gone (each pass jittered by ±10 %); 0 disables it.")
 	fs.StringVar(&o.PatrolMode, "patrol-mode", o.PatrolMode, "What the patroller does with drift: repair (puts what the sync repairs through it, and local copies whose kcp object is confirmed gone through their cleanup; fields changed on the service side are only reported, as the sync keeps them) or report (count, log and an Event only; nothing is written).")
 	fs.DurationVar(&o.UnusedKcpInformerTimeout, "unused-kcp-informer-timeout", o.UnusedKcpInformerTimeout, "How long the connection to a virtual workspace endpoint keeps kcp informers that no sync controller uses any more (a PublishedResource deleted, or its related types changed) before it is made again without them; the new connection lists the types still in use once. 0 keeps them until the connection is made again for another reason.")
@@ -254,6 +261,11 @@ func (o *Options) Validate() (warnings []string, err error) {
 		o.PublishedResourceSelector = sel
 	}
 
+	if rw, err := kcp.ParseRewrites(o.EndpointURLRewrites); err != nil {
+		errs = append(errs, err)
+	} else {
+		o.EndpointRewrites = rw
+	}
 	if md, err := nsmeta.Parse(o.NamespaceLabels, o.NamespaceAnnotations); err != nil {
 		errs = append(errs, err)
 	} else {

@@ -136,6 +136,11 @@ func TestOptions_Validate(t *testing.T) {
 			wantErrs: []string{`--namespace "Not_OK" is invalid`},
 		},
 		{
+			name:     "bad endpoint URL rewrite",
+			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=ns", "--apiexport-ref=a", "--endpoint-url-rewrite=shard-1=https://b"},
+			wantErrs: []string{`--endpoint-url-rewrite "shard-1=https://b": "shard-1" is not an absolute http(s) URL`},
+		},
+		{
 			name:     "bad namespace metadata",
 			args:     []string{"--kcp-kubeconfig=/kcp", "--namespace=ns", "--apiexport-ref=a", "--namespace-label=syncagent.kcp.io/x=y"},
 			wantErrs: []string{`--namespace-label "syncagent.kcp.io/x": the key is reserved`},

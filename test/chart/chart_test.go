@@ -320,6 +320,7 @@ func TestRender_allValues(t *testing.T) {
 		"--kubeconfig=/etc/api-syncagent/cluster/kubeconfig",
 		"--kubeconfig-host-override=https://10.0.0.1:6443",
 		"--kubeconfig-ca-file-override=/etc/ca/ca.crt",
+		"--endpoint-url-rewrite=https://shard-1.kcp.svc:6443=https://shard-1.kcp.example.com",
 		"--published-resource-selector=team in (a,b)",
 		"--disabled-controllers=apiexport,apiresourceschema",
 		"--namespace-label=team=tenants",

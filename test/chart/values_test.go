@@ -27,6 +27,7 @@ func allValues() map[string]any {
 		"kubeconfig":                 "service-kc",
 		"kubeconfigHostOverride":     "https://10.0.0.1:6443",
 		"kubeconfigCAFileOverride":   "/etc/ca/ca.crt",
+		"endpointURLRewrites":        []any{map[string]any{"from": "https://shard-1.kcp.svc:6443", "to": "https://shard-1.kcp.example.com"}},
 		"publishedResourceSelector":  "team in (a,b)",
 		"image":                      map[string]any{"repository": "registry.example.com/agent", "tag": "v9", "pullPolicy": "Always"},
 		"replicas":                   3,

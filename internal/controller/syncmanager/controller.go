@@ -1040,7 +1040,8 @@ func syncDisabled() metav1.Condition {
 
 // endpoints returns the sorted virtual workspace URLs of the endpoint slice,
 // or in --apiexport-ref mode without a slice those of the export's status
-// (kcp fills it only with a deprecated feature gate).
+// (kcp fills it only with a deprecated feature gate), rewritten by
+// --endpoint-url-rewrite.
 func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 	var urls []string
 	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
@@ -1048,7 +1049,7 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 	switch {
 	case err == nil:
 		for _, e := range slice.Status.APIExportEndpoints {
-			urls = append(urls, e.URL)
+			urls = append(urls, r.Target.EndpointRewrites.Apply(e.URL))
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", r.Target.EndpointSliceName, err)
@@ -1059,7 +1060,7 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 		}
 		//nolint:staticcheck // the deprecated field is the documented fallback of --apiexport-ref.
 		for _, vw := range export.Status.VirtualWorkspaces {
-			urls = append(urls, vw.URL)
+			urls = append(urls, r.Target.EndpointRewrites.Apply(vw.URL))
 		}
 	}
 	slices.Sort(urls)

@@ -31,6 +31,7 @@ func TestEndpoints(t *testing.T) {
 	testcases := []struct {
 		name       string
 		exportMode bool
+		rewrites   kcp.Rewrites
 		objects    []ctrlruntimeclient.Object
 		want       []string
 	}{
@@ -41,12 +42,18 @@ func TestEndpoints(t *testing.T) {
 		{name: "export mode without a slice: the export's virtual workspaces", exportMode: true, objects: []ctrlruntimeclient.Object{export},
 			want: []string{"https://vw-1/things", "https://vw-2/things"}},
 		{name: "endpoint slice mode without a slice: none", objects: []ctrlruntimeclient.Object{export}},
+		{name: "rewritten (--endpoint-url-rewrite), then sorted", objects: []ctrlruntimeclient.Object{slice},
+			rewrites: kcp.Rewrites{{From: "https://shard-a", To: "https://z.example.com/a"}},
+			want:     []string{"https://shard-b/services/apiexport/root:org/things", "https://z.example.com/a/services/apiexport/root:org/things"}},
+		{name: "export mode rewritten too", exportMode: true, objects: []ctrlruntimeclient.Object{export},
+			rewrites: kcp.Rewrites{{From: "https://vw-2", To: "https://vw.example.com"}},
+			want:     []string{"https://vw-1/things", "https://vw.example.com/things"}},
 		{name: "export mode with neither: none", exportMode: true},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &reconciler{
-				Options:  Options{Target: &kcp.Target{EndpointSliceName: "things", APIExportName: "things", APIExportMode: tc.exportMode}},
+				Options:  Options{Target: &kcp.Target{EndpointSliceName: "things", APIExportName: "things", APIExportMode: tc.exportMode, EndpointRewrites: tc.rewrites}},
 				kcpCache: fake.NewClientBuilder().WithScheme(kcp.NewScheme()).WithObjects(tc.objects...).Build(),
 			}
 			got, err := r.endpoints(t.Context())
