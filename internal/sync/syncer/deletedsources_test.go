@@ -1,11 +1,16 @@
 package syncer
 
 import (
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
 // TestSyncer_deletedSourceOfAnUnsyncedPrimaryIsReleased: the primary of a
@@ -82,5 +87,44 @@ func TestSyncer_lastEntryRemovedIsPruned(t *testing.T) {
 	}
 	if err := e.service.Get(t.Context(), types.NamespacedName{Namespace: cluster, Name: "app-config"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("the copy: %v, want it kept", err)
+	}
+}
+
+// TestSyncer_deletedSourceReleaseSurvivesAFailedFinalizerPatch: the
+// finalizer patch of a deleted source fails once (a conflict with another
+// agent removing its own finalizer, in the soak); the next pass, with
+// nothing but the record to go by (the primary is not synced), must still
+// release it: the record goes only after the finalizer.
+func TestSyncer_deletedSourceReleaseSurvivesAFailedFinalizerPatch(t *testing.T) {
+	conflicts := 0
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+		kcpWrite: func(obj ctrlruntimeclient.Object) error {
+			if obj.GetName() == "app-config" && obj.GetDeletionTimestamp() != nil && conflicts == 0 {
+				conflicts++
+				return apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "app-config", errors.New("the object has been modified"))
+			}
+			return nil
+		},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	ctx := t.Context()
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer.ReleaseDeletedSources(ctx, ws, e.getRemote(t, "default", "foo")); err == nil || conflicts != 1 {
+		t.Fatalf("the first pass: %v (conflicts %d), want the conflict", err, conflicts)
+	}
+	if _, err := e.syncer.ReleaseDeletedSources(ctx, ws, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, e.kcp, configMapGVK, "default", "app-config"); got != nil {
+		t.Errorf("the deleted source keeps finalizers %v after the retry", got.GetFinalizers())
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related records left: %v", names)
 	}
 }

@@ -556,14 +556,13 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 			}
 		}
 	}
-	if !legacy {
-		if err := s.State.DeleteRelated(ctx, secretName); err != nil {
-			return res, err
-		}
-	}
+	// The finalizer goes before the record: a record outliving its
+	// finalizer is found and let go by the next pass, a finalizer outliving
+	// its record (a failed patch) would be found by nothing while the
+	// primary is not synced (30-minute soak of seed 43).
 	r, err := s.removeFinalizer(ctx, ws, origin, legacy)
 	res.add(r)
-	if err != nil || !legacy {
+	if err != nil {
 		return res, err
 	}
 	return res, s.State.DeleteRelated(ctx, secretName)
