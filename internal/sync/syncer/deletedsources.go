@@ -16,11 +16,11 @@ import (
 // does not match spec.filter, or synchronization is disabled): the
 // kcp-origin related sources its records name and that are being deleted
 // are released as in a synced pass (releaseSource: the copy, the
-// finalizer, then the record), so that a consumer deleting a source is never held
-// up by the state of the primary that uses it. Records of entries removed
-// from the PublishedResource are forgotten as a synced pass prunes them:
-// the source is released, its copy stays unless the source is being
-// deleted. Nothing else is written.
+// finalizer, then the record), so that a consumer deleting a source is
+// never held up by the state of the primary that uses it. Records of
+// entries removed from the PublishedResource are forgotten as a synced
+// pass prunes them: the source is released, its copy stays unless the
+// source is being deleted. Nothing else is written.
 //
 // Sources with the finalizer but no record (a pass that ended between the
 // finalizer and the first copy) are released by the primary's next synced

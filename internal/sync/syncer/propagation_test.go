@@ -356,3 +356,86 @@ func TestSyncer_related_sourceGoneBehindAStaleCache(t *testing.T) {
 		t.Errorf("the primary was not released: finalizers %v", obj.GetFinalizers())
 	}
 }
+
+// TestSyncer_related_keptCopyOutlivesALeftoverRecord: an orphaned source's
+// record outlives the source (its delete failed after the finalizer went);
+// the primary's deletion later, reading the record, does not delete the
+// copy the consumer asked to keep.
+func TestSyncer_related_keptCopyOutlivesALeftoverRecord(t *testing.T) {
+	ctx := t.Context()
+	failRecordDelete := false
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{sourceWithPolicy("orphan")},
+		serviceFuncs: interceptor.Funcs{Delete: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.DeleteOption) error {
+			if _, ok := obj.(*corev1.Secret); ok && failRecordDelete {
+				failRecordDelete = false
+				return errors.New("connection reset")
+			}
+			return c.Delete(ctx, obj, opts...)
+		}},
+	})
+	e.createPrimary(t, map[string]any{"configName": "app-config"}, nil)
+	e.mustConverge(t)
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	failRecordDelete = true
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	if _, err := e.syncer.ReleaseDeletedSources(ctx, ws, e.getRemote(t, "default", "foo")); err == nil {
+		t.Fatal("the record's delete did not fail: the test cannot leave a record behind")
+	}
+	if get(t, e.kcp, configMapGVK, "default", "app-config") != nil || len(e.relatedStateNames(t)) == 0 {
+		t.Fatalf("want the source gone and its record left, got records %v", e.relatedStateNames(t))
+	}
+	if err := e.kcp.Delete(ctx, e.getRemote(t, "default", "foo")); err != nil {
+		t.Fatal(err)
+	}
+	e.mustConverge(t)
+	if cp := get(t, e.service, configMapGVK, cluster, "app-config"); cp == nil || cp.GetDeletionTimestamp() != nil {
+		t.Errorf("the kept copy was deleted: %v", cp)
+	}
+}
+
+// TestSyncer_related_sharedSourceReleasedByItsLastHolder: two primaries of
+// the agent hold one source and share its copy; the source is deleted
+// while another agent's finalizer keeps it. The first primary's pass
+// leaves the copy (the other still records it) and removes the agent's
+// finalizer; the second's pass must still delete the copy and its record,
+// although the source no longer carries the agent's finalizer.
+func TestSyncer_related_sharedSourceReleasedByItsLastHolder(t *testing.T) {
+	ctx := t.Context()
+	e := newRelatedEnv(t, relatedEnvOptions{
+		rels:       []syncagentv1alpha1.RelatedResourceSpec{configEntry()},
+		kcpObjects: []ctrlruntimeclient.Object{configMap("default", "app-config", map[string]string{"key": "value"})},
+	})
+	spec := map[string]any{"configName": "app-config"}
+	e.createPrimary(t, spec, nil)
+	e.mustConverge(t)
+	e.createRemote(t, "default", "bar", spec)
+	if _, err := e.converge(t, "default", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	src := mustGet(t, e.kcp, configMapGVK, "default", "app-config")
+	src.SetFinalizers(append(src.GetFinalizers(), "example.com/other-agent"))
+	if err := e.kcp.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, mustGet(t, e.kcp, configMapGVK, "default", "app-config")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"foo", "bar"} {
+		if _, err := e.converge(t, "default", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fins := mustGet(t, e.kcp, configMapGVK, "default", "app-config").GetFinalizers(); !slices.Equal(fins, []string{"example.com/other-agent"}) {
+		t.Errorf("the source's finalizers: %v, want only the other agent's", fins)
+	}
+	if cp := get(t, e.service, configMapGVK, cluster, "app-config"); cp != nil && cp.GetDeletionTimestamp() == nil {
+		t.Error("the copy of the deleted source is still there")
+	}
+	if names := e.relatedStateNames(t); len(names) != 0 {
+		t.Errorf("related records left: %v", names)
+	}
+}

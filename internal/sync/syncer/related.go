@@ -490,16 +490,17 @@ func (s *Syncer) syncRelatedStatus(ctx context.Context, destClient ctrlruntimecl
 }
 
 // releaseSource handles a kcp-origin source in deletion: its copy goes,
-// then the finalizer.
+// then the finalizer, then the record. A source that no longer carries the
+// agent's finalizer (another primary of the agent let it go, or a pass
+// ended before its record was deleted) but that this record still names
+// has its copy and record released all the same.
 func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Entry, rec state.Related, origin *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	fin := s.finalizers()
-	if !fin.Holds(origin) {
-		return res, nil
-	}
+	held := fin.Holds(origin)
 	secretName := state.RelatedSecretName(rec)
 	stored, err := s.State.GetRelated(ctx, rec)
-	if err == nil && stored == nil {
+	if err == nil && stored == nil && held {
 		// Once released, the source goes and nothing would delete the
 		// copy: a record the cache has not seen yet counts.
 		stored, err = s.State.GetRelatedLive(ctx, rec)
@@ -507,7 +508,10 @@ func (s *Syncer) releaseSource(ctx context.Context, ws Workspace, e *related.Ent
 	if err != nil {
 		return res, err
 	}
-	legacy := !fin.Owns(origin)
+	if !held && stored == nil {
+		return res, nil
+	}
+	legacy := held && !fin.Owns(origin)
 	if legacy {
 		// The legacy finalizer is the agent's only while its state from
 		// before per-agent finalizers exists; the record then goes after

@@ -74,19 +74,24 @@ func readCopy(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured
 // releaseCopy lets go of the related copy obj as policy says: orphan
 // keeps it and marks it keys.OrphanedFrom (the source), so that no record
 // takes it over again; otherwise it is deleted (only the object of obj's
-// UID, if it has one), unless it is seen being deleted already. It reports
-// whether it wrote.
+// UID, if it has one), unless it is seen being deleted already or kept by
+// an earlier orphan. It reports whether it wrote.
 func releaseCopy(ctx context.Context, c ctrlruntimeclient.Client, obj *unstructured.Unstructured, policy objmeta.Propagation, from string) (bool, error) {
 	cur, err := readCopy(ctx, c, obj)
 	if err != nil || (cur != nil && cur.GetDeletionTimestamp() != nil) {
 		return false, err
+	}
+	if cur != nil && cur.GetAnnotations()[keys.OrphanedFrom] != "" {
+		// Kept by an earlier deletion (orphan): nobody's copy any more,
+		// whatever a record that outlived its source still says.
+		return false, nil
 	}
 	if policy != objmeta.PropagateOrphan {
 		// Not read (a cache that has not seen it yet) is no proof that it
 		// is gone: the delete tells.
 		return deleteIfExists(ctx, c, obj, policy)
 	}
-	if cur == nil || cur.GetAnnotations()[keys.OrphanedFrom] != "" {
+	if cur == nil {
 		return false, nil
 	}
 	patch := objmeta.OrphanPatch(cur.GetUID(), from)
