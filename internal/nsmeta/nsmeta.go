@@ -2,10 +2,11 @@
 // service-cluster namespaces it creates (--namespace-label and
 // --namespace-annotation): Go templates over the workspace, rendered per
 // namespace, and the patch that brings a namespace the agent created in
-// line with them. The keys the agent set are recorded on the namespace
-// (keys.NamespaceMetadata): a key taken out of the configuration is
-// removed, and a key the agent never set is never touched. It must not be
-// used on a namespace the agent did not create.
+// line with them. The values the agent set are recorded on the namespace
+// (keys.NamespaceMetadata). It never overwrites or removes a value it did
+// not set (one someone else wrote, or changed since), never touches the
+// agent's, kcp's or Kubernetes' own keys whatever a record says, and must
+// not be used on a namespace the agent did not create.
 package nsmeta
 
 import (
@@ -28,12 +29,22 @@ type Context struct {
 	// ClusterName is the logical cluster of the workspace the namespace
 	// was created for.
 	ClusterName string
+	// Namespace is the namespace's name. A template that reads the
+	// workspace is rendered only when it contains ClusterName: a namespace
+	// whose name does not tell workspaces apart may hold the copies of
+	// several, and one workspace's values would mislabel the others'.
+	Namespace string
 }
 
 // Metadata is the compiled configuration; nil or empty sets nothing.
 type Metadata struct {
 	labels, annotations map[string]*template.Template
 }
+
+// maxAnnotationBytes bounds the configured annotations of one namespace
+// (their keys and values, rendered, and the record of them): Kubernetes
+// allows 256 KiB of annotations in all, and the rest is others'.
+const maxAnnotationBytes = 64 << 10
 
 // Parse compiles "key=template" pairs of labels and annotations. Keys must
 // be qualified names outside the agent's and Kubernetes' own prefixes;
@@ -49,8 +60,16 @@ func Parse(labels, annotations []string) (*Metadata, error) {
 	if m.annotations, err = compile("--namespace-annotation", annotations); err != nil {
 		return nil, err
 	}
-	if _, err := m.Render(Context{ClusterName: "1a2b3c4d5e6f7g8h"}); err != nil {
+	sample, err := m.Render(Context{ClusterName: "1a2b3c4d5e6f7g8h", Namespace: "1a2b3c4d5e6f7g8h"})
+	if err != nil {
 		return nil, err
+	}
+	size := len(sample.record())
+	for k, v := range sample.Annotations {
+		size += len(k) + len(v)
+	}
+	if size > maxAnnotationBytes {
+		return nil, fmt.Errorf("--namespace-annotation: the annotations and their record take %d bytes on a namespace, more than %d", size, maxAnnotationBytes)
 	}
 	return m, nil
 }
@@ -75,6 +94,9 @@ func compile(flag string, pairs []string) (map[string]*template.Template, error)
 		if err != nil {
 			return nil, fmt.Errorf("%s %q: %w", flag, key, err)
 		}
+		if v := templating.Volatile(tpl); len(v) > 0 {
+			return nil, fmt.Errorf("%s %q: calls %s, whose output changes on every call: the namespace would be patched on every pass", flag, key, strings.Join(v, ", "))
+		}
 		out[key] = tpl.Option("missingkey=error")
 	}
 	return out, nil
@@ -94,7 +116,9 @@ type Rendered struct {
 	Labels, Annotations map[string]string
 }
 
-// Render renders every template for ctx; label values must be valid.
+// Render renders the templates for ctx (those that read the workspace
+// only when ctx.Namespace contains ctx.ClusterName); label values must be
+// valid.
 func (m *Metadata) Render(ctx Context) (Rendered, error) {
 	r := Rendered{Labels: map[string]string{}, Annotations: map[string]string{}}
 	if m == nil {
@@ -106,6 +130,9 @@ func (m *Metadata) Render(ctx Context) (Rendered, error) {
 		out  map[string]string
 	}{{"label", m.labels, r.Labels}, {"annotation", m.annotations, r.Annotations}} {
 		for key, tpl := range part.tpls {
+			if templating.MentionsWorkspace(tpl) && (ctx.ClusterName == "" || !strings.Contains(ctx.Namespace, ctx.ClusterName)) {
+				continue
+			}
 			var buf bytes.Buffer
 			if err := tpl.Execute(&buf, ctx); err != nil {
 				return Rendered{}, fmt.Errorf("namespace %s %s: %w", part.what, key, err)
@@ -122,18 +149,25 @@ func (m *Metadata) Render(ctx Context) (Rendered, error) {
 	return r, nil
 }
 
-// record is what keys.NamespaceMetadata holds: the keys the agent set.
+// record is what keys.NamespaceMetadata holds: the keys the agent set and
+// the values it set them to.
 type record struct {
-	Labels      []string `json:"labels,omitempty"`
-	Annotations []string `json:"annotations,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-func (r Rendered) record() string {
+// encode returns the annotation's value; "" for an empty record. JSON
+// orders map keys, so one record has one encoding.
+func (r record) encode() string {
 	if len(r.Labels)+len(r.Annotations) == 0 {
 		return ""
 	}
-	data, _ := json.Marshal(record{Labels: slices.Sorted(maps.Keys(r.Labels)), Annotations: slices.Sorted(maps.Keys(r.Annotations))})
+	data, _ := json.Marshal(r) // maps of strings always encode
 	return string(data)
+}
+
+func (r Rendered) record() string {
+	return record{Labels: r.Labels, Annotations: r.Annotations}.encode()
 }
 
 // ForCreate returns the labels and annotations of a namespace the agent
@@ -153,17 +187,29 @@ func (r Rendered) ForCreate(own map[string]string) (labels, annotations map[stri
 }
 
 // Patch returns the JSON merge patch that brings a namespace the agent
-// created, with these labels and annotations, in line with r: r's keys
-// set, the keys of the namespace's record that r no longer has removed,
-// the record renewed. nil when nothing is to change. An unreadable record
-// counts as empty (nothing is removed).
-func (r Rendered) Patch(labels, annotations map[string]string) []byte {
+// created, with these labels and annotations, in line with r, and the
+// keys it leaves alone because someone else set them ("label team"). A key
+// of r is set where it is missing or still holds the value the namespace's
+// record says the agent set; a recorded key r no longer has is removed
+// only where it still holds the recorded value; the record is renewed. A
+// reserved key is never touched, whatever the record says, and an
+// unreadable record counts as empty (nothing is removed). The patch is nil
+// when nothing is to change.
+func (r Rendered) Patch(labels, annotations map[string]string) (patch []byte, foreign []string) {
 	var prev record
 	if v, ok := annotations[keys.NamespaceMetadata]; ok {
 		_ = json.Unmarshal([]byte(v), &prev)
 	}
-	setLabels, setAnnotations := diff(labels, r.Labels, prev.Labels), diff(annotations, r.Annotations, prev.Annotations)
-	if rec := r.record(); annotations[keys.NamespaceMetadata] != rec {
+	next := record{Labels: map[string]string{}, Annotations: map[string]string{}}
+	setLabels, foreignLabels := reconcile(labels, r.Labels, prev.Labels, next.Labels)
+	setAnnotations, foreignAnnotations := reconcile(annotations, r.Annotations, prev.Annotations, next.Annotations)
+	for _, k := range foreignLabels {
+		foreign = append(foreign, "label "+k)
+	}
+	for _, k := range foreignAnnotations {
+		foreign = append(foreign, "annotation "+k)
+	}
+	if rec := next.encode(); annotations[keys.NamespaceMetadata] != rec {
 		if rec == "" {
 			setAnnotations[keys.NamespaceMetadata] = nil
 		} else {
@@ -171,7 +217,7 @@ func (r Rendered) Patch(labels, annotations map[string]string) []byte {
 		}
 	}
 	if len(setLabels)+len(setAnnotations) == 0 {
-		return nil
+		return nil, foreign
 	}
 	meta := map[string]any{}
 	if len(setLabels) > 0 {
@@ -182,25 +228,36 @@ func (r Rendered) Patch(labels, annotations map[string]string) []byte {
 	}
 	// Maps of strings and nils always encode.
 	data, _ := json.Marshal(map[string]any{"metadata": meta})
-	return data
+	return data, foreign
 }
 
-// diff is the merge-patch map that turns have into want for the keys of
-// want and of recorded (keys recorded but no longer wanted are removed).
-func diff(have, want map[string]string, recorded []string) map[string]any {
-	out := map[string]any{}
-	for k, v := range want {
-		if cur, ok := have[k]; !ok || cur != v {
-			out[k] = v
+// reconcile returns the merge-patch map that turns have into want where
+// the agent may write (see Patch), the wanted keys someone else holds
+// (sorted), and fills next with what the agent's keys hold afterwards.
+func reconcile(have, want, recorded, next map[string]string) (set map[string]any, foreign []string) {
+	set = map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		v := want[k]
+		cur, present := have[k]
+		was, ours := recorded[k]
+		switch {
+		case !present || (ours && cur == was):
+			if !present || cur != v {
+				set[k] = v
+			}
+			next[k] = v
+		case cur != v:
+			foreign = append(foreign, k)
 		}
+		// else: someone else set the wanted value; it stays theirs.
 	}
-	for _, k := range recorded {
-		if _, wanted := want[k]; wanted {
+	for k, was := range recorded {
+		if _, wanted := want[k]; wanted || reserved(k) {
 			continue
 		}
-		if _, ok := have[k]; ok {
-			out[k] = nil
+		if cur, present := have[k]; present && cur == was {
+			set[k] = nil
 		}
 	}
-	return out
+	return set, foreign
 }

@@ -255,7 +255,7 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 	}
 	o.Local, o.LocalName, o.LocalNamespace = local, local.GetName(), local.GetNamespace()
 	if o.LocalNamespace != "" {
-		labels, annotations, err := s.CreatedNamespaceMetadata(in.Workspace)
+		labels, annotations, err := s.CreatedNamespaceMetadata(in.Workspace, o.LocalNamespace)
 		if err != nil {
 			return o, err
 		}

@@ -153,3 +153,28 @@ func sideCondition(pipe *parse.PipeNode, side string) (taken, known bool) {
 	}
 	return (value.Text == side) == (fn.Ident == "eq"), true
 }
+
+// volatileFuncs render differently on every call with the same input
+// (time, randomness, salts, keys, DNS): an object shaped by one is never in
+// line with its template.
+var volatileFuncs = []string{
+	"now", "ago", "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes", "randInt", "uuidv4", "shuffle",
+	"bcrypt", "htpasswd", "encryptAES", "genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert",
+	"genSelfSignedCertWithKey", "genSignedCert", "genSignedCertWithKey", "getHostByName",
+}
+
+// Volatile returns the functions of volatileFuncs the template calls, each
+// once, in the order they appear.
+func Volatile(tpl *template.Template) []string {
+	if tpl == nil || tpl.Tree == nil {
+		return nil
+	}
+	var out []string
+	AnyNode(tpl.Root, func(n parse.Node) bool {
+		if id, ok := n.(*parse.IdentifierNode); ok && slices.Contains(volatileFuncs, id.Ident) && !slices.Contains(out, id.Ident) {
+			out = append(out, id.Ident)
+		}
+		return false
+	})
+	return out
+}

@@ -1,6 +1,9 @@
 package templating
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestReadsOnlyWorkspace(t *testing.T) {
 	testcases := []struct {
@@ -51,6 +54,24 @@ func TestMentionsWorkspace(t *testing.T) {
 		}
 		if got := MentionsWorkspace(tpl); got != want {
 			t.Errorf("MentionsWorkspace(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func TestVolatile(t *testing.T) {
+	for text, want := range map[string]string{
+		"{{ .ClusterName | sha3short }}":                      "",
+		`{{ now | date "2006" }}-{{ randAlpha 4 }}-{{ now }}`: "now,randAlpha",
+		`{{ if .x }}{{ uuidv4 }}{{ end }}`:                    "uuidv4",
+		`{{ "now" }} uuidv4`:                                  "",
+		`{{ with $x := ago .t }}{{ $x }}{{ end }}`:            "ago",
+	} {
+		tpl, err := Parse("t", text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(Volatile(tpl), ","); got != want {
+			t.Errorf("Volatile(%q) = %q, want %q", text, got, want)
 		}
 	}
 }

@@ -183,6 +183,9 @@ func (c *checker) template(path, text string) {
 	if tpl.Tree != nil && callsFunction(tpl.Root, "shortHash") {
 		c.deprecated("%s uses the function shortHash; use sha3short", path)
 	}
+	if v := templating.Volatile(tpl); len(v) > 0 {
+		c.ambiguous("%s calls %s, whose output changes on every call: what it shapes is never in line and is rewritten on every pass", path, strings.Join(v, ", "))
+	}
 }
 
 // namesPerWorkspace reports whether the local name pattern tells workspaces

@@ -80,6 +80,16 @@ func TestCheck(t *testing.T) {
 			wantMsg: []string{"spec.naming.name: invalid template", "nosuchfunc"},
 		},
 		{
+			name: "templates whose output changes on every call",
+			spec: syncagentv1alpha1.PublishedResourceSpec{
+				Naming: &syncagentv1alpha1.ResourceNaming{Name: "{{ .Object.metadata.name }}-{{ randAlphaNum 4 }}"},
+				Mutation: &syncagentv1alpha1.ResourceMutationSpec{
+					Spec: []syncagentv1alpha1.ResourceMutation{{Template: &syncagentv1alpha1.ResourceTemplateMutation{Path: "a", Template: "{{ now }}"}}},
+				}},
+			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonAmbiguousConfiguration,
+			wantMsg: []string{"spec.naming.name calls randAlphaNum", "spec.mutation.spec[0].template.template calls now", "rewritten on every pass"},
+		},
+		{
 			name: "broken regex and template mutation",
 			spec: syncagentv1alpha1.PublishedResourceSpec{Mutation: &syncagentv1alpha1.ResourceMutationSpec{
 				Spec:   []syncagentv1alpha1.ResourceMutation{{Regex: &syncagentv1alpha1.ResourceRegexMutation{Path: "a", Pattern: "(unclosed"}}},

@@ -513,10 +513,15 @@ func TestRender_variants(t *testing.T) {
 			t.Errorf("args = %v, want the deletion of created namespaces off", c.Args)
 		}
 		cr := get[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+":syncagent")
+		patchNamespaces := false
 		for _, r := range cr.Rules {
 			if slices.Contains(r.Verbs, "delete") || slices.Contains(r.Resources, "*") {
 				t.Errorf("ClusterRole rule %+v with deleteCreatedNamespaces=false, want neither delete nor a list of every type", r)
 			}
+			patchNamespaces = patchNamespaces || (slices.Contains(r.Resources, "namespaces") && slices.Contains(r.Verbs, "patch"))
+		}
+		if !patchNamespaces {
+			t.Error("no patch on namespaces with deleteCreatedNamespaces=false: namespaceMetadata and the deletion mark need it")
 		}
 	})
 	t.Run("no RBAC", func(t *testing.T) {

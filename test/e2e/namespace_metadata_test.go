@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
@@ -24,7 +27,9 @@ import (
 // the workspace); a namespace the service owner made beforehand for another
 // workspace gets nothing. A helm upgrade (the agent restarts) that changes
 // one label and drops a label and the annotation brings the created
-// namespace in line and keeps a label the service owner added to it.
+// namespace in line, keeps a label the service owner added to it, and
+// leaves a configured label the service owner changed as they wrote it (a
+// NamespaceMetadataKept Event on the namespace).
 // Finally the workspace unbinds and the sweep deletes the namespace, which
 // takes the chart's permission to patch namespaces (the deletion mark).
 func TestNamespaceMetadata(t *testing.T) {
@@ -81,16 +86,18 @@ func TestNamespaceMetadata(t *testing.T) {
 	if got := ns.Annotations["example.com/owner"]; got != "kcp-"+created.ClusterName {
 		t.Errorf("annotation example.com/owner of the created namespace: %q, want kcp-%s", got, created.ClusterName)
 	}
-	// The service owner labels the created namespace too.
-	ns.Labels["cost-center"] = "42"
+	// The service owner labels the created namespace too, and sets a
+	// configured label to a value of their own.
+	ns.Labels["cost-center"], ns.Labels["team"] = "42", "owners"
 	framework.Must(t, svc.Client.Update(ctx, ns), "label the created namespace")
 
-	// helm upgrade: team changed, tier and the annotation dropped.
+	// helm upgrade: team changed (but the owner's value stays), tier and
+	// the annotation dropped.
 	agent.Stop(30 * time.Second)
 	objs = renderChart(t, chartRelease, values(map[string]any{"team": "platform", "tenant": "{{ .ClusterName }}"}, nil))
 	applyObjects(t, svc.Client, objs)
 	agent = startAsDeployment(t, svc, objs)
-	wantLabels["team"], wantLabels["cost-center"] = "platform", "42"
+	wantLabels["team"], wantLabels["cost-center"] = "owners", "42"
 	delete(wantLabels, "tier")
 	framework.WaitFor(t, syncTimeout, "the created namespace in line with the new values", func(ctx context.Context) (bool, error) {
 		ns, err := namespace(ctx, created.ClusterName)
@@ -99,6 +106,16 @@ func TestNamespaceMetadata(t *testing.T) {
 		}
 		_, annotated := ns.Annotations["example.com/owner"]
 		return maps.Equal(ns.Labels, wantLabels) && !annotated, nil
+	})
+	framework.WaitFor(t, syncTimeout, "a NamespaceMetadataKept Event on the created namespace", func(ctx context.Context) (bool, error) {
+		var events corev1.EventList
+		if err := svc.Client.List(ctx, &events, ctrlruntimeclient.InNamespace("default")); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Kind == "Namespace" && e.InvolvedObject.Name == created.ClusterName &&
+				e.Reason == "NamespaceMetadataKept" && strings.Contains(e.Message, "label team")
+		}), nil
 	})
 	ns, err = namespace(ctx, owners.ClusterName)
 	framework.Must(t, err, "get the service owner's namespace")

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -25,6 +28,11 @@ import (
 // the configured metadata on the namespaces the agent created.
 const namespaceMetadataController = "syncagent-namespace-metadata"
 
+// ReasonNamespaceMetadataKept: a configured label or annotation is left as
+// someone else set it on a namespace the agent created (a Warning Event on
+// the namespace).
+const ReasonNamespaceMetadataKept = "NamespaceMetadataKept"
+
 // namespaceMetadata keeps the configured labels and annotations
 // (--namespace-label, --namespace-annotation) on the service-cluster
 // namespaces this agent created (keys.CreatedBy): every one is reconciled
@@ -35,11 +43,13 @@ type namespaceMetadata struct {
 	client    ctrlruntimeclient.Client
 	agentName string
 	metadata  *nsmeta.Metadata
+	events    record.EventRecorder
 	log       logr.Logger
 }
 
 func addNamespaceMetadata(mgr manager.Manager, agentName string, md *nsmeta.Metadata, log logr.Logger) error {
-	r := &namespaceMetadata{client: mgr.GetClient(), agentName: agentName, metadata: md, log: log.WithName("namespace-metadata")}
+	r := &namespaceMetadata{client: mgr.GetClient(), agentName: agentName, metadata: md,
+		events: mgr.GetEventRecorderFor(namespaceMetadataController), log: log.WithName("namespace-metadata")}
 	created := predicate.NewPredicateFuncs(func(o ctrlruntimeclient.Object) bool { return o.GetLabels()[keys.CreatedBy] == agentName })
 	return builder.ControllerManagedBy(mgr).
 		Named(namespaceMetadataController).
@@ -57,13 +67,17 @@ func (r *namespaceMetadata) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, nil
 	}
 	cluster := ns.Labels[keys.CreatedForCluster]
-	rendered, err := r.metadata.Render(nsmeta.Context{ClusterName: cluster})
+	rendered, err := r.metadata.Render(nsmeta.Context{ClusterName: cluster, Namespace: ns.Name})
 	if err != nil {
 		// Terminal until the configuration changes (a restart).
 		r.log.Error(err, "Cannot render the metadata of a namespace the agent created", "namespace", ns.Name, "cluster", cluster)
 		return reconcile.Result{}, nil
 	}
-	patch := rendered.Patch(ns.Labels, ns.Annotations)
+	patch, foreign := rendered.Patch(ns.Labels, ns.Annotations)
+	if len(foreign) > 0 {
+		r.events.Eventf(ns, corev1.EventTypeWarning, ReasonNamespaceMetadataKept,
+			"Left as someone else set them (the agent overwrites only values it set): %s", strings.Join(foreign, ", "))
+	}
 	if patch == nil {
 		return reconcile.Result{}, nil
 	}
@@ -72,10 +86,23 @@ func (r *namespaceMetadata) Reconcile(ctx context.Context, req reconcile.Request
 		return reconcile.Result{}, err
 	}
 	if err := r.client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
-		return reconcile.Result{}, ctrlruntimeclient.IgnoreNotFound(fmt.Errorf("failed to update the metadata of namespace %s: %w", ns.Name, err))
+		if apierrors.IsNotFound(err) || (apierrors.IsInvalid(err) && r.replaced(ctx, ns)) {
+			// Gone, or another namespace of that name now (its own
+			// events reconcile it).
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("failed to update the metadata of namespace %s: %w", ns.Name, err)
 	}
 	r.log.Info("Updated the labels and annotations of a namespace the agent created", "namespace", ns.Name, "patch", string(patch))
 	return reconcile.Result{}, nil
+}
+
+// replaced reports whether ns was deleted and created again since it was
+// read (the API server refuses a patch whose uid differs as Invalid).
+func (r *namespaceMetadata) replaced(ctx context.Context, ns *corev1.Namespace) bool {
+	cur := &corev1.Namespace{}
+	err := r.client.Get(ctx, types.NamespacedName{Name: ns.Name}, cur)
+	return apierrors.IsNotFound(err) || (err == nil && cur.UID != ns.UID)
 }
 
 // withUID adds metadata.uid to a merge patch: the API server refuses it

@@ -334,7 +334,7 @@ func (s *Syncer) syncRelatedObject(ctx context.Context, ws Workspace, primary *u
 			if e.Origin == related.SideKcp {
 				// Into the service cluster: a namespace the agent may
 				// delete again once the workspace is gone.
-				if labels, annotations, err = s.CreatedNamespaceMetadata(ws.Cluster); err != nil {
+				if labels, annotations, err = s.CreatedNamespaceMetadata(ws.Cluster, destKey.Namespace); err != nil {
 					return res, err
 				}
 			}

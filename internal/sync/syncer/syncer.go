@@ -367,7 +367,7 @@ func (s *Syncer) addSyncMetadata(u *unstructured.Unstructured, p state.Primary) 
 func (s *Syncer) create(ctx context.Context, obj *unstructured.Unstructured, p state.Primary, key types.NamespacedName, desired *unstructured.Unstructured) (Result, error) {
 	res := Result{}
 	if key.Namespace != "" {
-		labels, annotations, err := s.CreatedNamespaceMetadata(p.Remote.Cluster)
+		labels, annotations, err := s.CreatedNamespaceMetadata(p.Remote.Cluster, key.Namespace)
 		if err != nil {
 			return Result{}, err
 		}
@@ -482,8 +482,8 @@ func createdNamespaceLabels(agentName, cluster string) map[string]string {
 // labels and the configured metadata (--namespace-label and
 // --namespace-annotation), which is there from the start, before anything
 // keyed on it (a quota, a network policy, admission) sees the namespace.
-func (s *Syncer) CreatedNamespaceMetadata(cluster string) (labels, annotations map[string]string, err error) {
-	r, err := s.NamespaceMetadata.Render(nsmeta.Context{ClusterName: cluster})
+func (s *Syncer) CreatedNamespaceMetadata(cluster, namespace string) (labels, annotations map[string]string, err error) {
+	r, err := s.NamespaceMetadata.Render(nsmeta.Context{ClusterName: cluster, Namespace: namespace})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot create a namespace for workspace %s: %w", cluster, err)
 	}
