@@ -1,6 +1,7 @@
 package syncmanager
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -18,22 +20,24 @@ import (
 
 // TestNamespaceMetadata: a namespace the agent created gets the configured
 // labels and annotations and loses what an earlier configuration set
-// there; its other metadata and namespaces the agent did not create (or
-// another agent did) are left alone.
+// there; a configured key someone else set keeps their value (a Warning
+// Event says so); its other metadata and namespaces the agent did not
+// create (or another agent did) are left alone.
 func TestNamespaceMetadata(t *testing.T) {
 	md, err := nsmeta.Parse([]string{"team=tenants", "tenant={{ .ClusterName }}"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	earlier := `{"labels":["tier"],"annotations":["example.com/owner"]}`
+	earlier := `{"labels":{"tier":"gold"},"annotations":{"example.com/owner":"o"}}`
 	ours := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "abc", UID: "1",
-		Labels:      map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: "abc", "tier": "gold", "owner-set": "x"},
+		Labels:      map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: "abc", "tier": "gold", "owner-set": "x", "team": "theirs"},
 		Annotations: map[string]string{keys.NamespaceMetadata: earlier, "example.com/owner": "o", "example.com/note": "n"}}}
 	notOurs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-x", UID: "2", Labels: map[string]string{"tier": "gold"},
 		Annotations: map[string]string{keys.NamespaceMetadata: earlier}}}
 	otherAgent := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "def", UID: "3", Labels: map[string]string{keys.CreatedBy: "other", keys.CreatedForCluster: "def"}}}
 	c := fake.NewClientBuilder().WithObjects(ours, notOurs, otherAgent).Build()
-	r := &namespaceMetadata{client: c, agentName: "agent", metadata: md, log: logr.Discard()}
+	events := record.NewFakeRecorder(10)
+	r := &namespaceMetadata{client: c, agentName: "agent", metadata: md, events: events, log: logr.Discard()}
 	for _, ns := range []*corev1.Namespace{ours, notOurs, otherAgent} {
 		if _, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}}); err != nil {
 			t.Fatalf("%s: %v", ns.Name, err)
@@ -47,11 +51,19 @@ func TestNamespaceMetadata(t *testing.T) {
 		return ns
 	}
 	got := get("abc")
-	if diff := cmp.Diff(map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: "abc", "owner-set": "x", "team": "tenants", "tenant": "abc"}, got.Labels); diff != "" {
+	if diff := cmp.Diff(map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: "abc", "owner-set": "x", "team": "theirs", "tenant": "abc"}, got.Labels); diff != "" {
 		t.Errorf("labels of the agent's namespace (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"example.com/note": "n", keys.NamespaceMetadata: `{"labels":["team","tenant"]}`}, got.Annotations); diff != "" {
+	if diff := cmp.Diff(map[string]string{"example.com/note": "n", keys.NamespaceMetadata: `{"labels":{"tenant":"abc"}}`}, got.Annotations); diff != "" {
 		t.Errorf("annotations of the agent's namespace (-want +got):\n%s", diff)
+	}
+	select {
+	case e := <-events.Events:
+		if want := "Warning " + ReasonNamespaceMetadataKept; !strings.HasPrefix(e, want) || !strings.Contains(e, "label team") {
+			t.Errorf("event %q, want %s naming label team", e, want)
+		}
+	default:
+		t.Error("no Event for the label someone else set")
 	}
 	for _, want := range []*corev1.Namespace{notOurs, otherAgent} {
 		got := get(want.Name)

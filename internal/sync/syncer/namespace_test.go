@@ -31,7 +31,7 @@ func TestSyncer_createdNamespaceCarriesMetadata(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{keys.CreatedBy: "agent", keys.CreatedForCluster: cluster, "team": "tenants", "tenant": cluster}, ns.Labels); diff != "" {
 		t.Errorf("labels (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{"example.com/owner": "kcp", keys.NamespaceMetadata: `{"labels":["team","tenant"],"annotations":["example.com/owner"]}`}, ns.Annotations); diff != "" {
+	if diff := cmp.Diff(map[string]string{"example.com/owner": "kcp", keys.NamespaceMetadata: `{"labels":{"team":"tenants","tenant":"abc"},"annotations":{"example.com/owner":"kcp"}}`}, ns.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
 	}
 }
