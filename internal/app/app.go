@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -34,6 +35,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
@@ -239,8 +241,18 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if !o.MetricsEnabled() {
 		metricsAddr = "0"
 	}
+	// Events in the service cluster go through the events.k8s.io/v1 API.
+	svcClientset, err := kubernetes.NewForConfig(svcCfg)
+	if err != nil {
+		return fmt.Errorf("failed to create the service cluster's Events client: %w", err)
+	}
+	eventBroadcaster := eventsapi.NewBroadcaster(&eventsapi.Sink{Client: svcClientset.EventsV1(), Core: svcClientset.CoreV1(),
+		Controller: "api-syncagent", Instance: eventsapi.ReportingInstance()})
+	defer eventBroadcaster.Shutdown()
 	mgr, err := manager.New(svcCfg, manager.Options{
-		Scheme:                              NewServiceScheme(),
+		Scheme:           NewServiceScheme(),
+		EventBroadcaster: eventBroadcaster, //nolint:staticcheck // its lifetime is the process's: shut down above
+
 		Logger:                              log,
 		LeaderElection:                      o.EnableLeaderElection,
 		LeaderElectionID:                    "syncagent." + o.AgentName,

@@ -12,6 +12,12 @@
 // kcp rejects (no events permission claim), an endpoint that does not
 // answer. So a slow endpoint delays only its own workspaces' Events, by at
 // most writeTimeout per Event.
+//
+// An Event is written through the events.k8s.io/v1 API where the workspace
+// serves it to the agent (the export claims events.events.k8s.io and the
+// consumer accepted the claim), else through core/v1 (the events claim);
+// a workspace that did not take the newer API is written to through
+// core/v1 for legacyMemory before it is tried again.
 package kcpevents
 
 import (
@@ -25,11 +31,15 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 )
 
 // perGroup is the number of broadcasters of one group (an endpoint): each
@@ -51,6 +61,11 @@ const cacheEntries = 4096 / perGroup
 
 // writeTimeout bounds each write of an Event.
 const writeTimeout = 5 * time.Second
+
+// legacyMemory: a workspace that does not serve events.k8s.io/v1 to the
+// agent gets its Events through core/v1 this long before the newer API is
+// tried again (its consumer may accept the claim meanwhile).
+const legacyMemory = 10 * time.Minute
 
 // The reasons an Event is dropped (Drops).
 const (
@@ -79,6 +94,9 @@ type Recorder struct {
 	dropped func(reason string)
 	// warningsOnly: Normal Events are not recorded (--event-level=warning).
 	warningsOnly bool
+	// instance is the reporting instance of the Events (events.k8s.io/v1).
+	instance string
+	legacy   legacyWorkspaces
 
 	mu         sync.RWMutex
 	closed     bool
@@ -88,7 +106,8 @@ type Recorder struct {
 // New returns a Recorder; its broadcasters start on first use and end
 // with Shutdown. With warningsOnly, Normal Events are left out.
 func New(scheme *runtime.Scheme, clients Clients, log logr.Logger, dropped func(reason string), warningsOnly bool) *Recorder {
-	return &Recorder{scheme: scheme, clients: clients, log: log, dropped: dropped, warningsOnly: warningsOnly, broadcasts: map[string]record.EventBroadcaster{}}
+	return &Recorder{scheme: scheme, clients: clients, log: log, dropped: dropped, warningsOnly: warningsOnly,
+		instance: eventsapi.ReportingInstance(), legacy: legacyWorkspaces{until: map[string]time.Time{}}, broadcasts: map[string]record.EventBroadcaster{}}
 }
 
 // For returns the recorder of component's Events in workspace; group is the
@@ -163,10 +182,19 @@ func (g *guarded) AnnotatedEventf(object runtime.Object, annotations map[string]
 // sink writes each Event with its workspace's client.
 type sink struct{ r *Recorder }
 
-// write writes an Event (without its workspace) with op, and returns what
-// the broadcaster keeps of it: the server's Event with the workspace
-// again, or, when it was dropped, the Event as it came.
-func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error) (*corev1.Event, error) {
+// writer writes an Event (without its workspace) through one API.
+type writer struct {
+	// core writes the core/v1 form.
+	core func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error
+	// v1 writes the events.k8s.io/v1 form; nil when nothing is to write.
+	v1 func(ctx context.Context, c ctrlruntimeclient.Client, out *eventsv1.Event) error
+}
+
+// write writes an Event (without its workspace) with w, through
+// events.k8s.io/v1 unless the workspace is known not to serve it, and
+// returns what the broadcaster keeps of it: the server's Event with the
+// workspace again, or, when it was dropped, the Event as it came.
+func (s sink) write(e *corev1.Event, patch bool, w writer) (*corev1.Event, error) {
 	workspace := e.Source.Host
 	c := s.r.clients(workspace)
 	if c == nil {
@@ -177,7 +205,12 @@ func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c 
 	out.Source.Host, out.ReportingInstance = "", ""
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := op(ctx, c, out); err != nil {
+	written, err := s.writeV1(ctx, c, workspace, out, w)
+	if err == nil && written == nil {
+		err = w.core(ctx, c, out)
+		written = out
+	}
+	if err != nil {
 		if patch && apierrors.IsNotFound(err) {
 			return nil, err // the Event to patch is gone (or was dropped): the broadcaster creates it
 		}
@@ -191,8 +224,58 @@ func (s sink) write(e *corev1.Event, patch bool, op func(ctx context.Context, c 
 		s.drop(e, reason, err)
 		return e, nil
 	}
-	out.Source.Host = workspace
-	return out, nil
+	written.Source.Host = workspace
+	return written, nil
+}
+
+// writeV1 writes out through events.k8s.io/v1 and returns what the
+// broadcaster keeps of it; nil and no error when the workspace does not
+// serve that API to the agent (then core/v1 is to be used).
+func (s sink) writeV1(ctx context.Context, c ctrlruntimeclient.Client, workspace string, out *corev1.Event, w writer) (*corev1.Event, error) {
+	if w.v1 == nil || s.r.legacy.has(workspace, time.Now()) {
+		return nil, nil
+	}
+	v1 := eventsapi.ToV1(out, out.Source.Component, s.r.instance)
+	err := w.v1(ctx, c, v1)
+	switch {
+	case err == nil:
+		return eventsapi.Written(out, v1), nil
+	case notServed(err):
+		s.r.legacy.add(workspace, time.Now())
+		return nil, nil
+	}
+	return nil, err
+}
+
+// notServed reports whether err says the workspace does not let the agent
+// use the events.k8s.io/v1 API (no claim, or not accepted).
+func notServed(err error) bool {
+	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)
+}
+
+// legacyWorkspaces are the workspaces whose Events go through core/v1, each
+// until a time.
+type legacyWorkspaces struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (l *legacyWorkspaces) has(workspace string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return now.Before(l.until[workspace])
+}
+
+// add remembers workspace for legacyMemory and forgets the expired ones.
+func (l *legacyWorkspaces) add(workspace string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ws, until := range l.until {
+		if !now.Before(until) {
+			delete(l.until, ws)
+		}
+	}
+	l.until[workspace] = now.Add(legacyMemory)
 }
 
 func isAPIStatus(err error) bool {
@@ -216,20 +299,37 @@ func errString(err error) string {
 }
 
 func (s sink) Create(e *corev1.Event) (*corev1.Event, error) {
-	return s.write(e, false, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
-		out.ResourceVersion = ""
-		return c.Create(ctx, out)
+	return s.write(e, false, writer{
+		core: func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+			out.ResourceVersion = ""
+			return c.Create(ctx, out)
+		},
+		v1: func(ctx context.Context, c ctrlruntimeclient.Client, out *eventsv1.Event) error {
+			out.ResourceVersion = ""
+			return c.Create(ctx, out)
+		},
 	})
 }
 
+// Update is not used by the record package; it writes the Event whole
+// through core/v1.
 func (s sink) Update(e *corev1.Event) (*corev1.Event, error) {
-	return s.write(e, false, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+	return s.write(e, false, writer{core: func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
 		return c.Update(ctx, out)
-	})
+	}})
 }
 
+// Patch counts one more occurrence of an Event written before: through
+// events.k8s.io/v1 its series (the record package's patch of core fields
+// is for core/v1, which an Event written either way takes).
 func (s sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	return s.write(e, true, func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
+	w := writer{core: func(ctx context.Context, c ctrlruntimeclient.Client, out *corev1.Event) error {
 		return c.Patch(ctx, out, ctrlruntimeclient.RawPatch(types.StrategicMergePatchType, data))
-	})
+	}}
+	if series := eventsapi.SeriesPatch(e); series != nil {
+		w.v1 = func(ctx context.Context, c ctrlruntimeclient.Client, out *eventsv1.Event) error {
+			return c.Patch(ctx, out, ctrlruntimeclient.RawPatch(types.MergePatchType, series))
+		}
+	}
+	return s.write(e, true, w)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,8 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 )
 
 type harness struct {
@@ -55,7 +58,37 @@ func newHarnessAt(t *testing.T, warningsOnly bool) *harness {
 // workspace adds a workspace whose client fails every write with err (nil:
 // a working one).
 func (h *harness) workspace(name string, err error) ctrlruntimeclient.Client {
+	return h.workspaceWith(name, err, false)
+}
+
+// legacyWorkspace adds a working workspace that does not serve
+// events.k8s.io/v1 to the agent (kcp answers NotFound).
+func (h *harness) legacyWorkspace(name string) ctrlruntimeclient.Client {
+	return h.workspaceWith(name, nil, true)
+}
+
+func (h *harness) workspaceWith(name string, err error, legacy bool) ctrlruntimeclient.Client {
 	b := fake.NewClientBuilder().WithScheme(h.scheme)
+	if legacy {
+		notServed := func(obj ctrlruntimeclient.Object) bool {
+			_, v1 := obj.(*eventsv1.Event)
+			return v1
+		}
+		b = b.WithInterceptorFuncs(interceptor.Funcs{
+			Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+				if notServed(obj) {
+					return apierrors.NewNotFound(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "")
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Patch: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, patch ctrlruntimeclient.Patch, opts ...ctrlruntimeclient.PatchOption) error {
+				if notServed(obj) {
+					return apierrors.NewNotFound(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, obj.GetName())
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		})
+	}
 	if err != nil {
 		fail := func() error { return err }
 		b = b.WithInterceptorFuncs(interceptor.Funcs{
@@ -80,13 +113,39 @@ func (h *harness) dropped(reason string) int {
 	return h.drops[reason]
 }
 
-func events(t *testing.T, c ctrlruntimeclient.Client) []corev1.Event {
+// written is an Event as kubectl shows it, whichever API wrote it.
+type written struct {
+	api, reason, message, object, typ, controller, instance string
+	count                                                   int32
+}
+
+// events lists the Events written through either API.
+func events(t *testing.T, c ctrlruntimeclient.Client) []written {
 	t.Helper()
-	list := &corev1.EventList{}
-	if err := c.List(context.Background(), list); err != nil {
+	core, v1 := &corev1.EventList{}, &eventsv1.EventList{}
+	if err := c.List(context.Background(), core); err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	if err := c.List(context.Background(), v1); err != nil {
+		t.Fatal(err)
+	}
+	var out []written
+	for _, e := range core.Items {
+		if e.Source.Host != "" {
+			t.Errorf("core Event %s carries the routing host %q", e.Name, e.Source.Host)
+		}
+		out = append(out, written{api: "core", reason: e.Reason, message: e.Message, object: e.InvolvedObject.Name, typ: e.Type,
+			controller: e.Source.Component, instance: e.ReportingInstance, count: e.Count})
+	}
+	for _, e := range v1.Items {
+		count := int32(1)
+		if e.Series != nil {
+			count = e.Series.Count
+		}
+		out = append(out, written{api: "v1", reason: e.Reason, message: e.Note, object: e.Regarding.Name, typ: e.Type,
+			controller: e.ReportingController, instance: e.ReportingInstance, count: count})
+	}
+	return out
 }
 
 func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
@@ -106,30 +165,42 @@ func obj(name string) *corev1.ConfigMap {
 
 // TestEventsLandInTheirWorkspace: each Event is written with its own
 // workspace's client and without the routing (source host, reporting
-// instance); a repeated Event is counted up in its own workspace; after
-// Shutdown, recording does nothing.
+// instance), through events.k8s.io/v1 where the workspace serves it and
+// through core/v1 where it does not; a repeated Event is counted up in its
+// own workspace either way; after Shutdown, recording does nothing.
 func TestEventsLandInTheirWorkspace(t *testing.T) {
 	h := newHarness(t)
-	a, b := h.workspace("ws-a", nil), h.workspace("ws-b", nil)
+	a, b := h.workspace("ws-a", nil), h.legacyWorkspace("ws-b")
 	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
 	h.rec.For("ep", "ws-b", "syncagent-sync").Eventf(obj("y"), corev1.EventTypeWarning, "ObjectConflict", "taken by %s", "someone")
 	waitFor(t, "an Event in each workspace", 10*time.Second, func() bool { return len(events(t, a)) == 1 && len(events(t, b)) == 1 })
 	ea, eb := events(t, a)[0], events(t, b)[0]
-	if ea.Reason != "ObjectSynced" || ea.InvolvedObject.Name != "x" || ea.Source.Component != "syncagent-sync" || ea.Source.Host != "" || ea.ReportingInstance != "" {
-		t.Errorf("ws-a's Event: %s on %s from %+v, reporting instance %q", ea.Reason, ea.InvolvedObject.Name, ea.Source, ea.ReportingInstance)
+	if want := (written{api: "v1", reason: "ObjectSynced", message: "synced", object: "x", typ: corev1.EventTypeNormal,
+		controller: "syncagent-sync", instance: eventsapi.ReportingInstance(), count: 1}); ea != want {
+		t.Errorf("ws-a's Event: %+v, want %+v", ea, want)
 	}
-	if eb.Reason != "ObjectConflict" || eb.Message != "taken by someone" || eb.InvolvedObject.Name != "y" {
-		t.Errorf("ws-b's Event: %s %q on %s", eb.Reason, eb.Message, eb.InvolvedObject.Name)
+	if want := (written{api: "core", reason: "ObjectConflict", message: "taken by someone", object: "y", typ: corev1.EventTypeWarning,
+		controller: "syncagent-sync", count: 1}); eb != want {
+		t.Errorf("ws-b's Event: %+v, want %+v", eb, want)
 	}
 
-	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	for _, ws := range []string{"ws-a", "ws-b"} {
+		h.rec.For("ep", ws, "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	}
 	waitFor(t, "the repeated Event counted", 10*time.Second, func() bool {
 		ev := events(t, a)
-		return len(ev) == 1 && ev[0].Count == 2
+		return len(ev) == 1 && ev[0].count == 2
 	})
-	if n := len(events(t, b)); n != 1 {
-		t.Errorf("ws-b has %d Events after ws-a's repeat, want 1", n)
-	}
+	waitFor(t, "ws-b's second Event", 10*time.Second, func() bool { return len(events(t, b)) == 2 })
+	h.rec.For("ep", "ws-b", "syncagent-sync").Event(obj("x"), corev1.EventTypeNormal, "ObjectSynced", "synced")
+	waitFor(t, "the repeated Event counted in core/v1", 10*time.Second, func() bool {
+		for _, e := range events(t, b) {
+			if e.object == "x" && e.count == 2 && e.api == "core" {
+				return true
+			}
+		}
+		return false
+	})
 
 	h.rec.Shutdown()
 	h.rec.For("ep", "ws-a", "syncagent-sync").Event(obj("later"), corev1.EventTypeNormal, "ObjectSynced", "synced")
@@ -147,7 +218,7 @@ func TestSimilarEventsAreCombinedNotLost(t *testing.T) {
 	}
 	waitFor(t, "the combined Event", 10*time.Second, func() bool {
 		for _, e := range events(t, a) {
-			if strings.Contains(e.Message, "combined from similar events") {
+			if strings.Contains(e.message, "combined from similar events") {
 				return true
 			}
 		}
@@ -208,8 +279,8 @@ func TestWarningsOnly(t *testing.T) {
 	// Normal Events been recorded, they would be the first two written.
 	waitFor(t, "the two Warnings", 10*time.Second, func() bool { return len(events(t, a)) == 2 })
 	for _, e := range events(t, a) {
-		if e.Type != corev1.EventTypeWarning {
-			t.Errorf("a %s Event %s on %s was recorded", e.Type, e.Reason, e.InvolvedObject.Name)
+		if e.typ != corev1.EventTypeWarning {
+			t.Errorf("a %s Event %s on %s was recorded", e.typ, e.reason, e.object)
 		}
 	}
 	if n := len(events(t, a)); n != 2 {
@@ -229,5 +300,37 @@ func TestWorkspacesSpreadOverBroadcasters(t *testing.T) {
 		if used[b] < 20 {
 			t.Errorf("broadcaster %d got %d of 200 workspaces: %v", b, used[b], used)
 		}
+	}
+}
+
+// TestLegacyWorkspaces: a workspace that did not take events.k8s.io/v1 is
+// written to through core/v1 for legacyMemory, then tried again; expired
+// entries are forgotten when another is added.
+func TestLegacyWorkspaces(t *testing.T) {
+	l := legacyWorkspaces{until: map[string]time.Time{}}
+	now := time.Unix(1000, 0)
+	steps := []struct {
+		at   time.Duration
+		add  string
+		ws   string
+		want bool
+	}{
+		{at: 0, ws: "a", want: false},
+		{at: 0, add: "a", ws: "a", want: true},
+		{at: legacyMemory - time.Second, ws: "a", want: true},
+		{at: legacyMemory - time.Second, ws: "b", want: false},
+		{at: legacyMemory, ws: "a", want: false},
+		{at: legacyMemory, add: "b", ws: "b", want: true},
+	}
+	for i, s := range steps {
+		if s.add != "" {
+			l.add(s.add, now.Add(s.at))
+		}
+		if got := l.has(s.ws, now.Add(s.at)); got != s.want {
+			t.Errorf("step %d: has(%s) at +%s = %v, want %v", i, s.ws, s.at, got, s.want)
+		}
+	}
+	if _, kept := l.until["a"]; kept || len(l.until) != 1 {
+		t.Errorf("entries %v, want the expired one forgotten", l.until)
 	}
 }

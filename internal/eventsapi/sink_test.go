@@ -1,0 +1,110 @@
+package eventsapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestSink: Events recorded with the record package land in the
+// events.k8s.io/v1 API (none in core/v1) in the form its strict
+// validation takes; a repeated Event becomes one Event with a series.
+func TestSink(t *testing.T) {
+	cs := fake.NewClientset()
+	b := NewBroadcaster(&Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: "api-syncagent", Instance: "agent-0"})
+	defer b.Shutdown()
+	// As controller-runtime does: started with a core/v1 sink.
+	b.StartRecordingToSink(nil)
+	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "syncagent-sync"})
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"}}
+	long := strings.Repeat("é", 600)
+	rec.Event(obj, corev1.EventTypeWarning, "ObjectConflict", long)
+
+	var got *eventsv1.Event
+	waitFor(t, "the Event", func() bool {
+		list, err := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 {
+			return false
+		}
+		got = &list.Items[0]
+		return true
+	})
+	if got.Reason != "ObjectConflict" || got.Action != "ObjectConflict" || got.Type != corev1.EventTypeWarning ||
+		got.Regarding.Name != "x" || got.Regarding.Kind != "ConfigMap" || got.ReportingController != "syncagent-sync" ||
+		got.ReportingInstance != "agent-0" || got.EventTime.IsZero() || got.Series != nil ||
+		got.DeprecatedCount != 0 || !got.DeprecatedFirstTimestamp.IsZero() || !got.DeprecatedLastTimestamp.IsZero() || got.DeprecatedSource.Component != "" {
+		t.Errorf("Event %+v, want the strict events.k8s.io/v1 form", got)
+	}
+	if len(got.Note) > noteLimit || !strings.HasPrefix(long, got.Note) || len(got.Note) < noteLimit-1 {
+		t.Errorf("note of %d bytes, want the message cut at a character boundary to at most %d", len(got.Note), noteLimit)
+	}
+	if core, _ := cs.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{}); len(core.Items) != 0 {
+		t.Errorf("core/v1 Events written: %v", core.Items)
+	}
+
+	rec.Event(obj, corev1.EventTypeWarning, "ObjectConflict", long)
+	waitFor(t, "the series", func() bool {
+		e, err := cs.EventsV1().Events("ns").Get(context.Background(), got.Name, metav1.GetOptions{})
+		return err == nil && e.Series != nil && e.Series.Count == 2 && !e.Series.LastObservedTime.IsZero()
+	})
+	if list, _ := cs.EventsV1().Events("ns").List(context.Background(), metav1.ListOptions{}); len(list.Items) != 1 {
+		t.Errorf("%d Events, want the repeated one counted on the first", len(list.Items))
+	}
+}
+
+// TestSink_coreWhenTheNewerAPIIsRefused: where RBAC grants core Events
+// only, Events are written through core/v1 (and counted up there) instead
+// of being lost.
+func TestSink_coreWhenTheNewerAPIIsRefused(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.PrependReactor("*", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetResource().Group == "events.k8s.io" {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("RBAC: core Events only"))
+		}
+		return false, nil, nil
+	})
+	b := NewBroadcaster(&Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: "api-syncagent", Instance: "agent-0"})
+	defer b.Shutdown()
+	b.StartRecordingToSink(nil)
+	rec := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "syncagent-sync"})
+	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", UID: "u"}}
+	for range 2 {
+		rec.Event(obj, corev1.EventTypeWarning, "ObjectConflict", "taken")
+	}
+	waitFor(t, "the core Event counted twice", func() bool {
+		list, err := cs.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(list.Items) == 1 && list.Items[0].Count == 2 && list.Items[0].Reason == "ObjectConflict"
+	})
+}
+
+func TestToV1_reportingController(t *testing.T) {
+	e := &corev1.Event{Reason: "", Source: corev1.EventSource{Component: "not a qualified name"}, Count: 3,
+		FirstTimestamp: metav1.NewTime(time.Unix(10, 0)), LastTimestamp: metav1.NewTime(time.Unix(20, 0))}
+	got := ToV1(e, "api-syncagent", strings.Repeat("i", 200))
+	if got.ReportingController != "api-syncagent" || got.Action != "Report" || len(got.ReportingInstance) != instanceLimit ||
+		!got.EventTime.Time.Equal(time.Unix(10, 0)) || got.Series == nil || got.Series.Count != 3 || !got.Series.LastObservedTime.Time.Equal(time.Unix(20, 0)) {
+		t.Errorf("ToV1 = %+v", got)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
