@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
 
@@ -69,8 +68,8 @@ func newLeaderLock(cfg *rest.Config, namespace, name, id string, f *fence.Fence)
 		return nil, fmt.Errorf("failed to create leader election client: %w", err)
 	}
 	// Leader-election Events (became leader, ...) land in the agent's namespace.
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events(namespace)})
+	broadcaster := eventsapi.NewBroadcaster(&eventsapi.Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: "api-syncagent", Instance: eventsapi.ReportingInstance()})
+	broadcaster.StartRecordingToSink(nil)
 	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "api-syncagent"})
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, namespace, name, cs.CoreV1(), cs.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id, EventRecorder: recorder})

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
@@ -36,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
@@ -107,8 +107,8 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("failed to create kcp event client: %w", err)
 	}
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	broadcaster := eventsapi.NewBroadcaster(&eventsapi.Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: ControllerName, Instance: eventsapi.ReportingInstance()})
+	broadcaster.StartRecordingToSink(nil)
 
 	r := &Reconciler{
 		Options:     opts,
