@@ -26,6 +26,7 @@ const (
 	noteLimit     = 1024
 	actionLimit   = 128
 	instanceLimit = 128
+	reasonLimit   = 128
 )
 
 // ToV1 returns the events.k8s.io/v1 form of e, an Event of the record
@@ -55,14 +56,14 @@ func ToV1(e *corev1.Event, controller, instance string) *eventsv1.Event {
 		ReportingController: reporting,
 		ReportingInstance:   cut(instance, instanceLimit),
 		Action:              cut(e.Reason, actionLimit),
-		Reason:              e.Reason,
+		Reason:              cut(e.Reason, reasonLimit),
 		Regarding:           e.InvolvedObject,
 		Related:             e.Related,
 		Note:                cut(e.Message, noteLimit),
 		Type:                e.Type,
 	}
 	if out.Action == "" {
-		out.Action = "Report"
+		out.Action, out.Reason = "Report", "Report"
 	}
 	return out
 }
@@ -102,6 +103,7 @@ func Written(e *corev1.Event, out *eventsv1.Event) *corev1.Event {
 
 // cut shortens s to at most n bytes without splitting a character.
 func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
 	if len(s) <= n {
 		return s
 	}

@@ -2,12 +2,14 @@ package eventsapi
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -45,10 +47,30 @@ func (s *Sink) legacy() bool {
 	return time.Now().Before(s.legacyUntil)
 }
 
+// Refused reports whether err, an answer of the events.k8s.io/v1 API to a
+// create (patch: a patch), says that API is not served to the agent: no
+// kind, a 404 that is neither a missing namespace nor (on a patch) a
+// missing Event, a 403 that is not a terminating namespace's.
+func Refused(err error, patch bool) bool {
+	switch {
+	case meta.IsNoMatchError(err), apierrors.IsMethodNotSupported(err):
+		return true
+	case apierrors.IsNotFound(err):
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Details != nil && status.Status().Details.Kind == "namespaces" {
+			return false
+		}
+		return !patch
+	case apierrors.IsForbidden(err):
+		return !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+	}
+	return false
+}
+
 // refused reports whether err is the newer API's refusal, and if so makes
 // the sink use core/v1 for legacyMemory.
-func (s *Sink) refused(err error) bool {
-	if !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) {
+func (s *Sink) refused(err error, patch bool) bool {
+	if !Refused(err, patch) {
 		return false
 	}
 	s.mu.Lock()
@@ -68,7 +90,7 @@ func (s *Sink) Create(e *corev1.Event) (*corev1.Event, error) {
 		if err == nil {
 			return Written(e, out), nil
 		}
-		if !s.refused(err) {
+		if !s.refused(err, false) {
 			return nil, err
 		}
 	}
@@ -94,7 +116,7 @@ func (s *Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 		if err == nil {
 			return Written(e, out), nil
 		}
-		if apierrors.IsNotFound(err) || !s.refused(err) {
+		if !s.refused(err, true) {
 			return nil, err // a NotFound Event is created again by the record package
 		}
 	}

@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
@@ -106,5 +108,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("no %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRefused: only answers that say the newer API is not served switch to
+// core/v1; a missing namespace or Event (on a patch) and a terminating
+// namespace do not.
+func TestRefused(t *testing.T) {
+	events := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
+	terminating := apierrors.NewForbidden(events, "x", errors.New("namespace is being terminated"))
+	terminating.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: corev1.NamespaceTerminatingCause}}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		patch bool
+		want  bool
+	}{
+		{"no kind", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "events.k8s.io", Kind: "Event"}}, false, true},
+		{"resource not served", apierrors.NewNotFound(events, ""), false, true},
+		{"forbidden", apierrors.NewForbidden(events, "x", errors.New("no claim")), false, true},
+		{"namespace missing", apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns"), false, false},
+		{"the Event to patch is gone", apierrors.NewNotFound(events, "x"), true, false},
+		{"terminating namespace", terminating, false, false},
+		{"unreachable", errors.New("connection refused"), false, false},
+	} {
+		if got := Refused(tc.err, tc.patch); got != tc.want {
+			t.Errorf("%s: Refused = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

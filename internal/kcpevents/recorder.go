@@ -14,10 +14,9 @@
 // most writeTimeout per Event.
 //
 // An Event is written through the events.k8s.io/v1 API where the workspace
-// serves it to the agent (the export claims events.events.k8s.io and the
-// consumer accepted the claim), else through core/v1 (the events claim);
-// a workspace that did not take the newer API is written to through
-// core/v1 for legacyMemory before it is tried again.
+// lets the agent use it, else through core/v1 (the events claim); a
+// workspace that did not take the newer API is written to through core/v1
+// for legacyMemory before it is tried again.
 package kcpevents
 
 import (
@@ -122,7 +121,7 @@ func (r *Recorder) For(group, workspace, component string) record.EventRecorder 
 	b, ok := r.broadcasts[key]
 	if !ok {
 		b = record.NewBroadcaster(record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: cacheEntries}))
-		b.StartRecordingToSink(sink{r: r})
+		b.StartRecordingToSink(sink{r: r, group: group})
 		r.broadcasts[key] = b
 	}
 	return &guarded{r: r, rec: b.NewRecorder(r.scheme, corev1.EventSource{Component: component, Host: workspace})}
@@ -180,7 +179,10 @@ func (g *guarded) AnnotatedEventf(object runtime.Object, annotations map[string]
 }
 
 // sink writes each Event with its workspace's client.
-type sink struct{ r *Recorder }
+type sink struct {
+	r     *Recorder
+	group string
+}
 
 // writer writes an Event (without its workspace) through one API.
 type writer struct {
@@ -205,7 +207,7 @@ func (s sink) write(e *corev1.Event, patch bool, w writer) (*corev1.Event, error
 	out.Source.Host, out.ReportingInstance = "", ""
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	written, err := s.writeV1(ctx, c, workspace, out, w)
+	written, err := s.writeV1(ctx, c, workspace, out, patch, w)
 	if err == nil && written == nil {
 		err = w.core(ctx, c, out)
 		written = out
@@ -231,27 +233,34 @@ func (s sink) write(e *corev1.Event, patch bool, w writer) (*corev1.Event, error
 // writeV1 writes out through events.k8s.io/v1 and returns what the
 // broadcaster keeps of it; nil and no error when the workspace does not
 // serve that API to the agent (then core/v1 is to be used).
-func (s sink) writeV1(ctx context.Context, c ctrlruntimeclient.Client, workspace string, out *corev1.Event, w writer) (*corev1.Event, error) {
-	if w.v1 == nil || s.r.legacy.has(workspace, time.Now()) {
+//
+// A workspace whose discovery lacks the API (no kind: every workspace of an
+// endpoint that does not serve it, each a discovery request to find out) is
+// remembered for its whole endpoint; one that refuses it otherwise, for
+// itself.
+func (s sink) writeV1(ctx context.Context, c ctrlruntimeclient.Client, workspace string, out *corev1.Event, patch bool, w writer) (*corev1.Event, error) {
+	now := time.Now()
+	if w.v1 == nil || s.r.legacy.has(workspace, now) || s.r.legacy.has(endpointKey(s.group), now) {
 		return nil, nil
 	}
-	v1 := eventsapi.ToV1(out, out.Source.Component, s.r.instance)
+	v1 := eventsapi.ToV1(out, "api-syncagent", s.r.instance)
 	err := w.v1(ctx, c, v1)
 	switch {
 	case err == nil:
 		return eventsapi.Written(out, v1), nil
-	case notServed(err):
-		s.r.legacy.add(workspace, time.Now())
+	case meta.IsNoMatchError(err):
+		s.r.legacy.add(endpointKey(s.group), now)
+		return nil, nil
+	case eventsapi.Refused(err, patch):
+		s.r.legacy.add(workspace, now)
 		return nil, nil
 	}
 	return nil, err
 }
 
-// notServed reports whether err says the workspace does not let the agent
-// use the events.k8s.io/v1 API (no claim, or not accepted).
-func notServed(err error) bool {
-	return meta.IsNoMatchError(err) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err)
-}
+// endpointKey is an endpoint's entry among the legacy workspaces (no
+// workspace name holds a '#').
+func endpointKey(group string) string { return group + "#" }
 
 // legacyWorkspaces are the workspaces whose Events go through core/v1, each
 // until a time.

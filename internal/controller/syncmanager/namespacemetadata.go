@@ -81,11 +81,16 @@ func (r *namespaceMetadata) Reconcile(ctx context.Context, req reconcile.Request
 	if patch == nil {
 		return reconcile.Result{}, nil
 	}
-	patch, err = withUID(patch, ns.UID)
+	patch, err = withUID(patch, ns.UID, ns.ResourceVersion)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.client.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name}}, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+		if apierrors.IsConflict(err) {
+			// Changed since the read: read again (with the controller's
+			// backoff), not an error.
+			return reconcile.Result{Requeue: true}, nil
+		}
 		if apierrors.IsNotFound(err) || (apierrors.IsInvalid(err) && r.replaced(ctx, ns)) {
 			// Gone, or another namespace of that name now (its own
 			// events reconcile it).
@@ -105,14 +110,19 @@ func (r *namespaceMetadata) replaced(ctx context.Context, ns *corev1.Namespace) 
 	return apierrors.IsNotFound(err) || (err == nil && cur.UID != ns.UID)
 }
 
-// withUID adds metadata.uid to a merge patch: the API server refuses it
-// for another namespace of the same name (deleted and created again by
-// someone else since it was read).
-func withUID(patch []byte, uid types.UID) ([]byte, error) {
+// withUID adds metadata.uid and resourceVersion to a merge patch: the API
+// server refuses it for another namespace of the same name (deleted and
+// created again by someone else since it was read), and for one changed
+// since (someone's value must not be overwritten as the agent's: the
+// change brings another reconcile).
+func withUID(patch []byte, uid types.UID, resourceVersion string) ([]byte, error) {
 	var p map[string]map[string]any
 	if err := json.Unmarshal(patch, &p); err != nil {
 		return nil, err
 	}
 	p["metadata"]["uid"] = uid
+	if resourceVersion != "" {
+		p["metadata"]["resourceVersion"] = resourceVersion
+	}
 	return json.Marshal(p)
 }
