@@ -58,6 +58,25 @@ func TestReleaseJobs(t *testing.T) {
 			t.Fatalf("no notification for %q", want)
 		}
 	}
+	// waitNotifiedAll waits for one notification of each of want, in any
+	// order.
+	waitNotifiedAll := func(t *testing.T, s *step, want ...string) {
+		t.Helper()
+		got := map[string]bool{}
+		for range want {
+			select {
+			case pr := <-s.notified:
+				got[pr] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("notified only %v, want %v", got, want)
+			}
+		}
+		for _, pr := range want {
+			if !got[pr] {
+				t.Fatalf("notified %v, want %v", got, want)
+			}
+		}
+	}
 	ctx := context.Background()
 
 	t.Run("a release runs on its own, is started once, and hands out its result once", func(t *testing.T) {
@@ -111,18 +130,7 @@ func TestReleaseJobs(t *testing.T) {
 		close(release)
 		// The first frees its slot before it reports, so the second may
 		// report first: both must report, in either order.
-		got := map[string]bool{}
-		for range 2 {
-			select {
-			case pr := <-s.notified:
-				got[pr] = true
-			case <-time.After(10 * time.Second):
-				t.Fatalf("notified %v, want first and second", got)
-			}
-		}
-		if !got["first"] || !got["second"] {
-			t.Fatalf("notified %v, want first and second", got)
-		}
+		waitNotifiedAll(t, s, "first", "second")
 	})
 
 	t.Run("cancel stops a running release and forgets it; a new start runs anew", func(t *testing.T) {
@@ -167,18 +175,7 @@ func TestReleaseJobs(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.stop()
-		got := map[string]bool{}
-		for range 2 {
-			select {
-			case pr := <-s.notified:
-				got[pr] = true
-			case <-time.After(10 * time.Second):
-				t.Fatalf("notified only %v", got)
-			}
-		}
-		if !got["running"] || !got["waiting"] {
-			t.Fatalf("notified %v, want both releases", got)
-		}
+		waitNotifiedAll(t, s, "running", "waiting")
 		<-waiting.done
 		if job := s.jobs.finishedJob(allOf("waiting")); job == nil || !errors.Is(job.err, context.Canceled) {
 			t.Errorf("the waiting release: %+v, want it ended with context.Canceled", job)
