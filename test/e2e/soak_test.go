@@ -1321,8 +1321,10 @@ var soakExpectedErrors = []struct {
 	// deleted, the lead lost) while a response is read: client-go logs
 	// the cut-off read at ERROR; a replica shutting down logs its cut
 	// watches and the Events its broadcaster can no longer send, and its
-	// elector the Lease read its stop cut off.
-	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|error retrieving resource lock [^ ]*: .*context canceled$|Unexpected error when reading response body\t.*"error": "context canceled"\}$|Unable to write event \(broadcaster is shut down\)|Failed to watch\t.*"error": "client rate limiter Wait returned an error: context canceled"\}$|Failed to update lock optimistically: client rate limiter Wait returned an error: context canceled, falling back to slow path$`)},
+	// elector the Lease read or update its stop cut off (before the
+	// request, in its rate limiter, or in flight: "Put …: context
+	// canceled", seen in CI).
+	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|error retrieving resource lock [^ ]*: .*context canceled$|Unexpected error when reading response body\t.*"error": "context canceled"\}$|Unable to write event \(broadcaster is shut down\)|Failed to watch\t.*"error": "client rate limiter Wait returned an error: context canceled"\}$|Failed to update lock optimistically: .*context canceled, falling back to slow path$`)},
 	// The service kube-apiserver restarts: requests fail or are cut, the
 	// leader cannot renew the Lease and stops leading (client-go's elector
 	// also reports a renewal its rate limiter would not start before the
