@@ -20,6 +20,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/references"
 	"github.com/kcp-syncagent/api-syncagent/internal/templating"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -98,6 +99,9 @@ func Check(pr *syncagentv1alpha1.PublishedResource, in Input) Result {
 		}
 	}
 	c.mutations("spec.mutation", spec.Mutation)
+	if _, err := references.Compile(spec.References); err != nil {
+		c.invalid("%v", err)
+	}
 
 	for i, rel := range spec.Related {
 		path := fmt.Sprintf("spec.related[%d]", i)

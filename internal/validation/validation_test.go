@@ -42,6 +42,16 @@ func TestCheck(t *testing.T) {
 				"spec.naming.name uses the function shortHash", "spec.naming.namespace uses the legacy $remote", "spec.related[0].kind is deprecated"},
 		},
 		{
+			name: "references: a path outside spec and status, a list element",
+			spec: syncagentv1alpha1.PublishedResourceSpec{References: []syncagentv1alpha1.ResourceReference{
+				{Path: "spec.configRef.name", Kind: "Widget", Group: "example.com"},
+				{Path: "metadata.name", Kind: "Widget"},
+				{Path: "spec.refs.#.name", Kind: "Widget"},
+			}},
+			wantStatus: metav1.ConditionFalse, wantReason: syncagentv1alpha1.ReasonInvalidConfiguration,
+			wantMsg: []string{`spec.references[1]: path "metadata.name" must begin with "spec." or "status."`, "spec.references[2]: path"},
+		},
+		{
 			name: "allowedNamespaces see only the workspace",
 			spec: syncagentv1alpha1.PublishedResourceSpec{Related: []syncagentv1alpha1.RelatedResourceSpec{{
 				Identifier: "creds", Origin: "service", Version: "v1", Resource: "secrets", Object: ref,

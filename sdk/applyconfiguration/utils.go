@@ -56,6 +56,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &syncagentv1alpha1.ResourceNamingApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceProjection"):
 		return &syncagentv1alpha1.ResourceProjectionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ResourceReference"):
+		return &syncagentv1alpha1.ResourceReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceRegexMutation"):
 		return &syncagentv1alpha1.ResourceRegexMutationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ResourceTemplateMutation"):

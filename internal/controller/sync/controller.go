@@ -152,6 +152,10 @@ type Options struct {
 	Preflight func(ctx context.Context, watchedRelated []schema.GroupVersionResource) error
 	// Patrol configures the patroller (zero: none).
 	Patrol Patrol
+	// Targets are the types the running sync controllers synchronize, for
+	// spec.references; a controller that syncs registers its type there
+	// while it runs (nil: references resolve to nothing).
+	Targets *syncer.Targets
 }
 
 // RelatedTypes are the types of one related entry on both sides.
@@ -252,6 +256,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		stopPatrol()
 		<-patrolDone
 	}()
+	if c.opts.Targets != nil && !c.opts.DeletionOnly {
+		defer c.opts.Targets.Register(&syncer.Target{Syncer: c.r.syncer, RemoteGVK: c.opts.RemoteGVK, RemoteNamespaced: c.opts.RemoteNamespaced})()
+	}
 	err = c.ctrl.Start(ctx)
 	if ctx.Err() != nil {
 		// Stopped (during the start, too): not a failure.
@@ -334,6 +341,7 @@ func New(opts Options) (*Controller, error) {
 		waits:           newRecords[int](),
 		conflicts:       newRecords[int](),
 		refusals:        newRecords[int](),
+		unresolved:      newRecords[int](),
 		overwritten:     newRecords[overwrite](),
 		syncer: &syncer.Syncer{
 			AgentName:         opts.AgentName,
@@ -350,6 +358,8 @@ func New(opts Options) (*Controller, error) {
 			StatusMutator:     rules.StatusMutator,
 			Related:           entries,
 			RelatedService:    relatedService,
+			References:        rules.References,
+			Targets:           opts.Targets,
 		},
 	}
 
@@ -437,9 +447,10 @@ type reconciler struct {
 	// queue is the controller's (set when it starts).
 	queue *timedQueue
 
-	// waits, conflicts and refusals count the consecutive waiting passes,
-	// lost optimistic-lock races and passes with a related object kcp
-	// refused to write, of each object; overwritten holds the
+	// waits, conflicts, refusals and unresolved count the consecutive
+	// waiting passes, lost optimistic-lock races, passes with a related
+	// object kcp refused to write and passes with a reference that names
+	// nothing the agent can map, of each object; overwritten holds the
 	// resourceVersions that the last pass of an object wrote over in kcp
 	// (see cacheBehind). A workspace's records go when it disengages, and
 	// one that is not engaged gets none.
@@ -447,6 +458,7 @@ type reconciler struct {
 	waits       *records[int]
 	conflicts   *records[int]
 	refusals    *records[int]
+	unresolved  *records[int]
 	overwritten *records[overwrite]
 }
 
@@ -512,6 +524,7 @@ func (r *reconciler) forgetWorkspace(name string) {
 	r.waits.dropWorkspace(name)
 	r.conflicts.dropWorkspace(name)
 	r.refusals.dropWorkspace(name)
+	r.unresolved.dropWorkspace(name)
 	r.overwritten.dropWorkspace(name)
 }
 
@@ -641,6 +654,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		r.waited(req, false)
 		r.streak(r.conflicts, req, false)
 		r.streak(r.refusals, req, false)
+		r.streak(r.unresolved, req, false)
 		r.wroteOver(req, nil, time.Time{})
 		return reconcile.Result{}, nil
 	}
@@ -769,6 +783,13 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	if refusedAfter > 0 && (after == 0 || refusedAfter < after) {
 		after = refusedAfter
 	}
+	// A reference names an object that may still appear (its creation
+	// does not wake this object): checked again with backoff.
+	if n := r.streak(r.unresolved, req, res.Unresolved); n > 0 {
+		if u := waitBackoff(n); after == 0 || u < after {
+			after = u
+		}
+	}
 	return reconcile.Result{RequeueAfter: after}, nil
 }
 
@@ -798,6 +819,7 @@ func (r *reconciler) vanished(ctx context.Context, kcpClient ctrlruntimeclient.C
 	}
 	r.streak(r.conflicts, req, false)
 	r.streak(r.refusals, req, false)
+	r.streak(r.unresolved, req, false)
 	n := r.waited(req, res.Waiting != "")
 	switch {
 	case err != nil:

@@ -292,7 +292,7 @@ func recordReq(ws, name string) mcreconcile.Request {
 // whose disengagements reach it.
 func newRecordingReconciler(t *testing.T) (*reconciler, *hubHarness) {
 	h := newHubHarness(t)
-	r := &reconciler{workspaces: h.hub, waits: newRecords[int](), conflicts: newRecords[int](), refusals: newRecords[int](), overwritten: newRecords[overwrite]()}
+	r := &reconciler{workspaces: h.hub, waits: newRecords[int](), conflicts: newRecords[int](), refusals: newRecords[int](), unresolved: newRecords[int](), overwritten: newRecords[overwrite]()}
 	h.hub.disengaged = r.forgetWorkspace
 	h.start()
 	return r, h

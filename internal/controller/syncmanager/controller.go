@@ -205,6 +205,9 @@ type reconciler struct {
 	// informers counts the sync controllers' uses of the service-side
 	// informers.
 	informers *syncctrl.SharedInformers
+	// targets are the types the running sync controllers synchronize
+	// (spec.references).
+	targets *syncer.Targets
 	// review checks the agent's permissions on the service cluster.
 	review accessReviewer
 	// failed remembers endpoints whose discovery failed recently.
@@ -347,6 +350,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		log:           log,
 		notServed:     map[string]int{},
 		informers:     &syncctrl.SharedInformers{},
+		targets:       &syncer.Targets{},
 		releasing:     map[string]int{},
 
 		conflictReleased: map[types.UID]bool{},
@@ -951,6 +955,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			},
 			Informers: r.informers,
 			Patrol:    syncctrl.Patrol{Interval: r.PatrolInterval, Report: r.PatrolReport},
+			Targets:   r.targets,
 			// Without these permissions the controller's caches of local
 			// copies and watched related objects would wait for a sync
 			// that never comes.

@@ -106,6 +106,7 @@ func (s *Syncer) syncRelated(ctx context.Context, ws Workspace, p state.Primary,
 func (r *Result) add(o Result) {
 	r.Writes += o.Writes
 	r.Requeue = r.Requeue || o.Requeue
+	r.Unresolved = r.Unresolved || o.Unresolved
 	if r.Waiting == "" {
 		r.Waiting = o.Waiting
 	}

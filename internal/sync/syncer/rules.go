@@ -8,17 +8,19 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/mutation"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/references"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
 // Rules are a PublishedResource's compiled rules: naming, mutations,
-// related entries and filters. The sync controller and the preview
+// related entries, references and filters. The sync controller and the preview
 // (api-syncagent preview) compile them the same way.
 type Rules struct {
 	Namer                      *naming.Namer
 	SpecMutator, StatusMutator *mutation.Mutator
 	Related                    []*related.Entry
+	References                 []references.Reference
 	// ResourceFilter and NamespaceFilter are spec.filter's selectors (nil:
 	// none).
 	ResourceFilter, NamespaceFilter labels.Selector
@@ -41,6 +43,9 @@ func Compile(pr *syncagentv1alpha1.PublishedResource, types []related.Types) (Ru
 	}
 	if r.StatusMutator, err = mutation.Compile(statusRules); err != nil {
 		return r, fmt.Errorf("spec.mutation.status: %w", err)
+	}
+	if r.References, err = references.Compile(pr.Spec.References); err != nil {
+		return r, err
 	}
 	if len(types) != len(pr.Spec.Related) {
 		return r, fmt.Errorf("the types of %d related entries are needed, got %d", len(pr.Spec.Related), len(types))

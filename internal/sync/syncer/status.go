@@ -18,9 +18,15 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 	if err != nil {
 		return Result{}, err
 	}
+	var res Result
+	localStatus, problems, err := s.withKcpReferences(ctx, ws, obj, local, localStatus)
+	if err != nil {
+		return Result{}, err
+	}
+	s.report(obj, problems, &res)
 	// A missing status and a null one are the same.
 	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
-		return Result{}, nil
+		return res, nil
 	}
 	if !s.StatusSubresource {
 		// Without a status subresource the status cannot be written
@@ -29,7 +35,7 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 			s.Event(obj, corev1.EventTypeWarning, ReasonStatusSubresMissing,
 				"The service reports a status, but this API has no status subresource, so it is not shown here.")
 		}
-		return Result{}, nil
+		return res, nil
 	}
 	updated := obj.DeepCopy()
 	if localStatus != nil {
@@ -54,7 +60,8 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 		return Result{}, fmt.Errorf("kcp does not serve the status of this object (is the workspace still bound to a schema without a status subresource?): %w", err)
 	}
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectStatusSynced, "The status was updated from the service cluster.")
-	return Result{Writes: 1}, nil
+	res.Writes++
+	return res, nil
 }
 
 // goneFromKcp reports whether the workspace's server (ws.Live, else

@@ -31,6 +31,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/merge"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/references"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/related"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
@@ -96,6 +97,10 @@ type Syncer struct {
 	// RelatedService reads related objects on the service cluster (from a
 	// cache that is not restricted to the agent's namespace) and writes them.
 	RelatedService ctrlruntimeclient.Client
+	// References are the compiled spec.references; Targets the types they
+	// may name (nil: none resolves).
+	References []references.Reference
+	Targets    *Targets
 }
 
 // Workspace is the consumer workspace of a kcp object.
@@ -128,6 +133,10 @@ type Result struct {
 	Waiting string
 	// Writes counts the API writes this pass made (both sides).
 	Writes int
+	// Unresolved is set when a reference field could not be mapped (the
+	// consumer was told): the caller checks again with backoff, as the
+	// referenced object may appear.
+	Unresolved bool
 }
 
 // waitingFor is the Waiting text for an object that is being deleted.
@@ -205,16 +214,32 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	if err != nil {
 		return Result{}, err
 	}
-	desired := objmeta.Desired(mutated, s.StatusSubresource)
-
-	if local == nil {
-		return s.create(ctx, obj, p, key, desired)
+	copyNamespace := key.Namespace
+	if local != nil {
+		copyNamespace = local.GetNamespace()
 	}
-	res, err := s.updateSpec(ctx, obj, local, p, desired)
-	if err != nil || res.Writes > 0 || res.Requeue {
+	// The status mutations see the consumer's names (mutated), the copy
+	// gets the local ones.
+	withRefs, problems, err := s.withLocalReferences(ctx, ws, obj, mutated, copyNamespace)
+	if err != nil {
+		return Result{}, err
+	}
+	desired := objmeta.Desired(withRefs, s.StatusSubresource)
+
+	var res Result
+	s.report(obj, problems, &res)
+	if local == nil {
+		r, err := s.create(ctx, obj, p, key, desired)
+		res.add(r)
 		return res, err
 	}
-	res, err = s.syncStatus(ctx, ws, obj, mutated, local)
+	r, err := s.updateSpec(ctx, obj, local, p, desired)
+	res.add(r)
+	if err != nil || r.Writes > 0 || r.Requeue {
+		return res, err
+	}
+	r, err = s.syncStatus(ctx, ws, obj, mutated, local)
+	res.add(r)
 	if errors.Is(err, errObjectGone) {
 		// Deleted since it was read: its deletion is the next pass.
 		return res, nil
@@ -222,7 +247,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	if err != nil {
 		return res, err
 	}
-	r, err := s.syncRelated(ctx, ws, p, obj, local)
+	r, err = s.syncRelated(ctx, ws, p, obj, local)
 	res.add(r)
 	return res, err
 }
@@ -289,10 +314,7 @@ func applyMutator(m *mutation.Mutator, self, other *unstructured.Unstructured) (
 // agent label (older versions) count.
 func (s *Syncer) findLocal(ctx context.Context, p state.Primary) (*unstructured.Unstructured, error) {
 	remote := p.Remote
-	copies := s.Copies
-	if copies == nil {
-		copies = s.Service
-	}
+	copies := s.copies()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(s.LocalGVK.GroupVersion().WithKind(s.LocalGVK.Kind + "List"))
 	if err := copies.List(ctx, list, ctrlruntimeclient.MatchingFields{objmeta.RemoteIndex: remote.IndexKey()},
@@ -300,6 +322,14 @@ func (s *Syncer) findLocal(ctx context.Context, p state.Primary) (*unstructured.
 		return nil, fmt.Errorf("failed to list local copies: %w", err)
 	}
 	return s.onlyCopy(list.Items, p.GroupKind())
+}
+
+// copies reads local copies: Copies, or Service without it.
+func (s *Syncer) copies() ctrlruntimeclient.Reader {
+	if s.Copies == nil {
+		return s.Service
+	}
+	return s.Copies
 }
 
 // onlyCopy returns the copy among candidates found by the remote-object

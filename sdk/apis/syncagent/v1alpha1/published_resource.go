@@ -96,10 +96,46 @@ type PublishedResourceSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.identifier == x.identifier))",message="identifiers of related resources must be unique"
 	Related []RelatedResourceSpec `json:"related,omitempty"`
 
+	// References lists fields of the object that hold the name of another
+	// object this agent synchronizes (of another PublishedResource, or of
+	// this one), for example spec.configRef.name. The local copy carries the
+	// name of the referenced object's copy in such a field; a name the
+	// service writes into a status field is given back as the kcp object's
+	// name. A reference that cannot be resolved in the object's own workspace
+	// leaves the field as the consumer wrote it (a status field as it was
+	// in kcp) and is reported with a ReferenceUnresolved Event.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.path == x.path))",message="paths of references must be unique"
+	References []ResourceReference `json:"references,omitempty"`
+
 	// Synchronization controls whether objects are synchronized at all. When
 	// absent, synchronization is enabled.
 	// +optional
 	Synchronization *SynchronizationSpec `json:"synchronization,omitempty"`
+}
+
+// ResourceReference is a field that holds the name of another synchronized
+// object.
+type ResourceReference struct {
+	// Path of the field, dot-separated, starting with "spec." or "status."
+	// (for example "spec.configRef.name"); only objects are walked, not
+	// lists. In spec, the name is the kcp object's name, in status the local
+	// copy's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:Pattern=`^(spec|status)(\.[^.]+)+$`
+	Path string `json:"path"`
+
+	// Group of the referenced type as it is published in kcp (after its
+	// projection); empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Kind of the referenced type as it is published in kcp (after its
+	// projection). A namespaced referenced object is looked up in the
+	// namespace of the referencing object.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
 }
 
 // SynchronizationSpec controls the object synchronization of a PublishedResource.

@@ -14,6 +14,7 @@ type PublishedResourceSpecApplyConfiguration struct {
 	Projection           *ResourceProjectionApplyConfiguration       `json:"projection,omitempty"`
 	Mutation             *ResourceMutationSpecApplyConfiguration     `json:"mutation,omitempty"`
 	Related              []RelatedResourceSpecApplyConfiguration     `json:"related,omitempty"`
+	References           []ResourceReferenceApplyConfiguration       `json:"references,omitempty"`
 	Synchronization      *SynchronizationSpecApplyConfiguration      `json:"synchronization,omitempty"`
 }
 
@@ -80,6 +81,19 @@ func (b *PublishedResourceSpecApplyConfiguration) WithRelated(values ...*Related
 			panic("nil value passed to WithRelated")
 		}
 		b.Related = append(b.Related, *values[i])
+	}
+	return b
+}
+
+// WithReferences adds the given value to the References field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the References field.
+func (b *PublishedResourceSpecApplyConfiguration) WithReferences(values ...*ResourceReferenceApplyConfiguration) *PublishedResourceSpecApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithReferences")
+		}
+		b.References = append(b.References, *values[i])
 	}
 	return b
 }
