@@ -27,6 +27,9 @@ func TestCommand(t *testing.T) {
 		args: []string{"-f", "testdata/deletion/publishedresource.yaml", "--crd", crd, "--object", "testdata/deletion/objects.yaml", "-o", "json",
 			"--namespace-label", "tenant={{ .ClusterName }}", "--namespace-annotation", "example.com/owner=kcp"},
 	}, {
+		name: "references",
+		args: []string{"-f", "testdata/references/publishedresource.yaml", "--crd", "testdata/references/crd.yaml", "--object", "testdata/references/objects.yaml", "--workspace", "2h7vq0xzr3m1", "-o", "json"},
+	}, {
 		name:   "bad-namespace-label",
 		args:   []string{"-f", "testdata/deletion/publishedresource.yaml", "--crd", crd, "--namespace-label", "syncagent.kcp.io/x=y"},
 		status: 2,

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -94,6 +95,9 @@ type Object struct {
 	// sample's status (after the status mutations).
 	StatusToKcp any       `json:"statusToKcp,omitempty"`
 	Related     []Related `json:"related,omitempty"`
+	// References say what each spec.references field the sample fills
+	// becomes.
+	References []string `json:"references,omitempty"`
 }
 
 // NamespaceMetadata is the labels and annotations of a namespace the
@@ -215,7 +219,7 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 			out.Objects = append(out.Objects, Object{Kcp: qualified(obj), Skipped: "synchronization is disabled (spec.synchronization.enabled: false): new objects are not synced; deletions of objects synced earlier still are"})
 			continue
 		}
-		o, err := in.object(ctx, s, rules, samples, namespaces, obj)
+		o, err := in.object(ctx, s, rules, remote.GroupKind(), primaries, samples, namespaces, obj)
 		if err != nil {
 			return out, fmt.Errorf("object %s: %w", qualified(obj), err)
 		}
@@ -225,7 +229,7 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 }
 
 // object previews one sample.
-func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules, samples map[related.Side][]*unstructured.Unstructured, namespaces map[string]map[string]string, obj *unstructured.Unstructured) (Object, error) {
+func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules, own schema.GroupKind, primaries []*unstructured.Unstructured, samples map[related.Side][]*unstructured.Unstructured, namespaces map[string]map[string]string, obj *unstructured.Unstructured) (Object, error) {
 	o := Object{Kcp: qualified(obj)}
 	if obj.GetDeletionTimestamp() != nil {
 		o.Skipped = "it is being deleted: the agent deletes its local copy, then removes its finalizer"
@@ -245,11 +249,7 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 			return o, nil
 		}
 	}
-	ws := syncer.Workspace{Cluster: in.Workspace}
-	if in.PublishedResource.Spec.EnableWorkspacePaths {
-		ws.Path = in.WorkspacePath
-	}
-	local, mutated, err := s.NewCopy(ws, obj)
+	local, mutated, err := s.NewCopy(in.workspace(), obj)
 	if err != nil {
 		return o, err
 	}
@@ -272,10 +272,24 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 			return o, err
 		}
 	}
+	if o.StatusToKcp != nil {
+		// The references write into it; it may share maps with the sample.
+		o.StatusToKcp = runtime.DeepCopyJSONValue(o.StatusToKcp)
+	}
+	o.References = in.referenceNotes(s, rules.References, own, primaries, obj, local, o.StatusToKcp)
 	for _, e := range s.Related {
 		o.Related = append(o.Related, in.related(ctx, e, samples, obj, reported))
 	}
 	return o, nil
+}
+
+// workspace is the samples' workspace.
+func (in Input) workspace() syncer.Workspace {
+	ws := syncer.Workspace{Cluster: in.Workspace}
+	if in.PublishedResource.Spec.EnableWorkspacePaths {
+		ws.Path = in.WorkspacePath
+	}
+	return ws
 }
 
 // related runs an entry's resolution against readers that record each
