@@ -28,7 +28,7 @@ func TestCheck(t *testing.T) {
 			wantStatus: metav1.ConditionTrue, wantReason: syncagentv1alpha1.ReasonValid,
 		},
 		{
-			name: "deprecated inputs work and are named (contract §2.9)",
+			name: "deprecated inputs work and are named",
 			spec: syncagentv1alpha1.PublishedResourceSpec{
 				Resource:   syncagentv1alpha1.SourceResourceDescriptor{APIGroup: "example.com", Kind: "Thing", Version: "v1"},
 				Projection: &syncagentv1alpha1.ResourceProjection{Version: "v2"},
