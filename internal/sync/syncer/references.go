@@ -141,7 +141,13 @@ func (s *Syncer) localNameOf(ctx context.Context, ws Workspace, gk schema.GroupK
 	}
 	referenced := &unstructured.Unstructured{}
 	referenced.SetGroupVersionKind(t.RemoteGVK)
-	if err := ws.reader().Get(ctx, key, referenced); err != nil {
+	// From the workspace's cache (the target's controller has it), or
+	// from its server: an object created a moment ago is found.
+	err = ws.Client.Get(ctx, key, referenced)
+	if apierrors.IsNotFound(err) && ws.Live != nil {
+		err = ws.Live.Get(ctx, key, referenced)
+	}
+	if err != nil {
 		if ObjectNotFound(err, name) {
 			return "", fmt.Sprintf("no %s %s exists in this workspace", gk.Kind, objmeta.QualifiedName(key.Namespace, key.Name)), nil
 		}
