@@ -123,18 +123,21 @@ type ResourceReference struct {
 	// lists. In spec, the name is the kcp object's name, in status the local
 	// copy's.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(spec|status)(\.[^.]+)+$`
 	Path string `json:"path"`
 
 	// Group of the referenced type as it is published in kcp (after its
 	// projection); empty for the core group.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Group string `json:"group,omitempty"`
 
 	// Kind of the referenced type as it is published in kcp (after its
 	// projection). A namespaced referenced object is looked up in the
 	// namespace of the referencing object.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
 }
 
