@@ -276,7 +276,8 @@ func (in Input) object(ctx context.Context, s *syncer.Syncer, rules syncer.Rules
 		// The references write into it; it may share maps with the sample.
 		o.StatusToKcp = runtime.DeepCopyJSONValue(o.StatusToKcp)
 	}
-	o.References = in.referenceNotes(s, rules.References, own, primaries, obj, local, o.StatusToKcp)
+	// The agent reads the fields after the spec mutations.
+	o.References = in.referenceNotes(s, rules.References, own, primaries, mutated, local, o.StatusToKcp)
 	for _, e := range s.Related {
 		o.Related = append(o.Related, in.related(ctx, e, samples, obj, reported))
 	}

@@ -257,7 +257,10 @@ func (c *Controller) Start(ctx context.Context) error {
 		<-patrolDone
 	}()
 	if c.opts.Targets != nil && !c.opts.DeletionOnly {
-		defer c.opts.Targets.Register(&syncer.Target{Syncer: c.r.syncer, RemoteGVK: c.opts.RemoteGVK, RemoteNamespaced: c.opts.RemoteNamespaced})()
+		defer c.opts.Targets.Register(&syncer.Target{
+			Syncer: c.r.syncer, RemoteGVK: c.opts.RemoteGVK, RemoteNamespaced: c.opts.RemoteNamespaced,
+			WorkspacePaths: c.opts.PublishedResource.Spec.EnableWorkspacePaths,
+		})()
 	}
 	err = c.ctrl.Start(ctx)
 	if ctx.Err() != nil {

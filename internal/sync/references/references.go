@@ -98,6 +98,11 @@ func (r Reference) Set(obj map[string]any, name string) error {
 	return nil
 }
 
+// Remove deletes the reference's field from obj (a whole object).
+func (r Reference) Remove(obj map[string]any) {
+	unstructured.RemoveNestedField(obj, r.fields...)
+}
+
 // CopyFrom makes the reference's field in obj what it is in from: the same
 // value, or absent (used to keep a status field as it is in kcp).
 func (r Reference) CopyFrom(obj, from map[string]any) error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/naming"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/references"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -69,7 +70,8 @@ func TestReferences_spec(t *testing.T) {
 		{name: "a synced object: its copy's name", barExists: true, barSynced: true, partner: "bar", wantBarCopyName: true},
 		{name: "an object not synced yet: the name its copy gets", barExists: true, partner: "bar", wantBarCopyName: true},
 		{name: "nothing of that name: as written", partner: "bar", wantPartner: "bar", wantUnresolved: true},
-		{name: "a kind the agent does not sync: as written", barExists: true, barSynced: true, unregistered: true, partner: "bar", wantPartner: "bar", wantUnresolved: true},
+		// Without the kind's local type, a name cannot be checked: left out.
+		{name: "a kind the agent does not sync: left out of a new copy", barExists: true, barSynced: true, unregistered: true, partner: "bar", wantPartner: "", wantUnresolved: true},
 		{name: "not an object name: as written", partner: "../bar", wantPartner: "../bar", wantUnresolved: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,5 +192,88 @@ func TestTargets_unregisterLeavesALaterRegistration(t *testing.T) {
 	unregisterSecond()
 	if ts.lookup(remoteGVK.GroupKind()) != nil || ts.lookup(schema.GroupKind{}) != nil {
 		t.Fatal("a stopped controller is still a target")
+	}
+}
+
+// sharedNaming names copies x-<name> in namespace shared: copies of two
+// workspaces can collide.
+func (e *env) sharedNaming(t *testing.T) {
+	t.Helper()
+	namer, err := naming.NewNamer(&syncagentv1alpha1.ResourceNaming{Name: "x-{{ .Object.metadata.name }}", Namespace: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.syncer.Namer = namer
+}
+
+// otherWorkspacesCopy is the copy of workspace elsewhere's Thing
+// default/<kcpName>, named shared/<localName>.
+func otherWorkspacesCopy(localName, kcpName string) *unstructured.Unstructured {
+	u := typed(localGVK)
+	u.SetNamespace("shared")
+	u.SetName(localName)
+	r := objmeta.Remote{Cluster: "elsewhere", Namespace: "default", Name: kcpName}
+	u.SetLabels(r.Labels("agent"))
+	u.SetAnnotations(r.Annotations())
+	return u
+}
+
+// TestReferences_neverAnotherWorkspacesCopy: neither the name a referenced
+// object's copy would get (when another workspace's copy holds it) nor a
+// consumer's name that is another workspace's copy's reaches the copy.
+func TestReferences_neverAnotherWorkspacesCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name, partner, wantPartner string
+		wantPresent                bool
+	}{
+		// bar exists but is not synced; x-bar belongs to elsewhere.
+		{name: "the computed name is taken", partner: "bar", wantPartner: "bar", wantPresent: true},
+		// No Thing x-taken in this workspace; shared/x-taken is elsewhere's.
+		{name: "the consumer names another workspace's copy", partner: "x-taken", wantPresent: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, otherWorkspacesCopy("x-bar", "bar"), otherWorkspacesCopy("x-taken", "taken"))
+			e.sharedNaming(t)
+			e.withReferences(t, false)
+			e.createRemote(t, "default", "bar", nil)
+			e.createRemote(t, "default", "foo", map[string]any{"partner": tc.partner})
+			res, err := e.syncer.Process(context.Background(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, present, _ := unstructured.NestedString(e.copyOf(t, "foo").Object, "spec", "partner")
+			if present != tc.wantPresent || got != tc.wantPartner {
+				t.Errorf("the copy's spec.partner = %q (present %v), want %q (present %v)", got, present, tc.wantPartner, tc.wantPresent)
+			}
+			if !res.Unresolved || !slices.Contains(e.events, ReasonReferenceUnresolved) {
+				t.Errorf("Unresolved = %v, Events %v; want it reported", res.Unresolved, e.events)
+			}
+		})
+	}
+}
+
+// TestReferences_targetAwayKeepsTheCopy: while the referenced kind's
+// controller does not run (a restart), the copy keeps the name it has.
+func TestReferences_targetAwayKeepsTheCopy(t *testing.T) {
+	e := newEnv(t)
+	e.withReferences(t, false)
+	e.createRemote(t, "default", "bar", nil)
+	e.createRemote(t, "default", "foo", map[string]any{"partner": "bar"})
+	for _, n := range []string{"bar", "foo"} {
+		if _, err := e.converge(t, "default", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := e.copyOf(t, "bar").GetName()
+	if got := specPartner(e.copyOf(t, "foo")); got != want {
+		t.Fatalf("the copy's spec.partner = %q, want %q", got, want)
+	}
+	e.syncer.Targets = &Targets{}
+	res, err := e.syncer.Process(context.Background(), Workspace{Client: e.kcp, Cluster: cluster}, e.getRemote(t, "default", "foo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := specPartner(e.copyOf(t, "foo")); got != want || res.Writes != 0 || !res.Unresolved {
+		t.Errorf("with the target away: the copy's spec.partner = %q (want %q kept), %d writes, unresolved %v", got, want, res.Writes, res.Unresolved)
 	}
 }

@@ -19,11 +19,12 @@ func (s *Syncer) syncStatus(ctx context.Context, ws Workspace, obj, mutated, loc
 		return Result{}, err
 	}
 	var res Result
-	localStatus, problems, err := s.withKcpReferences(ctx, ws, obj, local, localStatus)
-	if err != nil {
-		return Result{}, err
+	if s.StatusSubresource {
+		// (Without one, nothing is written: nothing to map.)
+		var problems []unresolved
+		localStatus, problems = s.withKcpReferences(ctx, ws, obj, local, localStatus)
+		s.report(obj, problems, &res)
 	}
-	s.report(obj, problems, &res)
 	// A missing status and a null one are the same.
 	if equality.Semantic.DeepEqual(localStatus, obj.Object["status"]) {
 		return res, nil

@@ -220,7 +220,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	}
 	// The status mutations see the consumer's names (mutated), the copy
 	// gets the local ones.
-	withRefs, problems, err := s.withLocalReferences(ctx, ws, obj, mutated, copyNamespace)
+	withRefs, problems, err := s.withLocalReferences(ctx, ws, obj, mutated, local, copyNamespace)
 	if err != nil {
 		return Result{}, err
 	}

@@ -102,8 +102,9 @@ type PublishedResourceSpec struct {
 	// name of the referenced object's copy in such a field; a name the
 	// service writes into a status field is given back as the kcp object's
 	// name. A reference that cannot be resolved in the object's own workspace
-	// leaves the field as the consumer wrote it (a status field as it was
-	// in kcp) and is reported with a ReferenceUnresolved Event.
+	// is reported with a ReferenceUnresolved Event; the copy keeps the
+	// consumer's name unless that names another workspace's copy (a status
+	// field keeps its value in kcp).
 	// +optional
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.path == x.path))",message="paths of references must be unique"
