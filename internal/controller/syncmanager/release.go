@@ -383,7 +383,9 @@ func (r *reconciler) servedResource(url string, gr schema.GroupResource) (schema
 	}
 	groups, err := dc.ServerGroups()
 	if err != nil {
-		return schema.GroupVersionKind{}, false, err
+		// (A shard that is starting may answer with no message: client-go
+		// says "unknown".)
+		return schema.GroupVersionKind{}, false, fmt.Errorf("failed to discover the endpoint's API groups: %w", err)
 	}
 	for _, g := range groups.Groups {
 		if g.Name != gr.Group {
