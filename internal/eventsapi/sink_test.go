@@ -137,3 +137,41 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSink_remembersTheRefusal: after the newer API refused one Event, the
+// next ones go straight to core/v1 (one refused request, not one per
+// Event) until the memory ends; then the newer API is asked again.
+func TestSink_remembersTheRefusal(t *testing.T) {
+	cs := fake.NewClientset()
+	calls := map[string]int{}
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		calls[a.GetResource().Group]++
+		if a.GetResource().Group == "events.k8s.io" {
+			return true, nil, apierrors.NewForbidden(a.GetResource().GroupResource(), "", errors.New("RBAC: core Events only"))
+		}
+		return false, nil, nil
+	})
+	s := &Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: "api-syncagent", Instance: "agent-0"}
+	event := func(name string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Reason: "ObjectConflict", Type: corev1.EventTypeWarning,
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Name: "x", Namespace: "ns"}}
+	}
+	for i, name := range []string{"a", "b", "c"} {
+		if _, err := s.Create(event(name)); err != nil {
+			t.Fatalf("Event %d: %v", i, err)
+		}
+	}
+	if calls["events.k8s.io"] != 1 || calls[""] != 3 {
+		t.Fatalf("calls per API group %v, want one refused events.k8s.io create and three core ones", calls)
+	}
+	// The memory ends: the newer API is asked once more.
+	s.mu.Lock()
+	s.legacyUntil = time.Now().Add(-time.Second)
+	s.mu.Unlock()
+	if _, err := s.Create(event("d")); err != nil {
+		t.Fatal(err)
+	}
+	if calls["events.k8s.io"] != 2 || calls[""] != 4 {
+		t.Fatalf("after the memory: calls per API group %v, want the newer API asked again", calls)
+	}
+}
