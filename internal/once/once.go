@@ -39,3 +39,35 @@ func (p *PerGeneration) Forget(obj metav1.Object) {
 	defer p.mu.Unlock()
 	delete(p.seen, obj.GetUID())
 }
+
+// PerValue remembers, per object UID, the last value reported (for a
+// warning about a field or annotation, which can change without a new
+// generation). It is safe for concurrent use.
+type PerValue struct {
+	mu   sync.Mutex
+	seen map[types.UID]string
+}
+
+// NewPerValue returns an empty set.
+func NewPerValue() *PerValue {
+	return &PerValue{seen: map[types.UID]string{}}
+}
+
+// First reports whether value has not been reported for obj as its last
+// value, and records it.
+func (p *PerValue) First(obj metav1.Object, value string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if v, ok := p.seen[obj.GetUID()]; ok && v == value {
+		return false
+	}
+	p.seen[obj.GetUID()] = value
+	return true
+}
+
+// Forget drops obj (it is gone, or its value is fine again).
+func (p *PerValue) Forget(obj metav1.Object) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.seen, obj.GetUID())
+}

@@ -27,3 +27,26 @@ func TestPerGeneration(t *testing.T) {
 		}
 	}
 }
+
+func TestPerValue(t *testing.T) {
+	p := NewPerValue()
+	obj := &metav1.ObjectMeta{UID: "a"}
+	for _, s := range []struct {
+		name  string
+		value string
+		do    func()
+		first bool
+	}{
+		{"new value", "Orphan", func() {}, true},
+		{"same value", "Orphan", func() {}, false},
+		{"other value", "delete", func() {}, true},
+		{"back to the first", "Orphan", func() {}, true},
+		{"forgotten", "Orphan", func() { p.Forget(obj) }, true},
+		{"other object", "Orphan", func() { obj = &metav1.ObjectMeta{UID: "b"} }, true},
+	} {
+		s.do()
+		if got := p.First(obj, s.value); got != s.first {
+			t.Errorf("%s: First = %v, want %v", s.name, got, s.first)
+		}
+	}
+}

@@ -357,6 +357,7 @@ func New(opts Options) (*Controller, error) {
 			Copies:            opts.LocalCache,
 			State:             &state.Store{Client: opts.Service, Live: opts.ServiceReader, Namespace: opts.Namespace, AgentName: opts.AgentName},
 			Warned:            once.NewPerGeneration(),
+			WarnedPropagation: once.NewPerValue(),
 			SpecMutator:       rules.SpecMutator,
 			StatusMutator:     rules.StatusMutator,
 			Related:           entries,

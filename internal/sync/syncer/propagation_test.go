@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -437,5 +438,48 @@ func TestSyncer_related_sharedSourceReleasedByItsLastHolder(t *testing.T) {
 	}
 	if names := e.relatedStateNames(t); len(names) != 0 {
 		t.Errorf("related records left: %v", names)
+	}
+}
+
+// TestSyncer_unknownPropagationWarnedEarly: an unknown deletion
+// propagation value is reported while the object lives, once per value,
+// not only when it is deleted.
+func TestSyncer_unknownPropagationWarnedEarly(t *testing.T) {
+	e := newEnv(t)
+	e.syncer.WarnedPropagation = once.NewPerValue()
+	e.createRemote(t, "default", "foo", map[string]any{"color": "blue"})
+	warnings := func() int {
+		n := 0
+		for _, r := range e.events {
+			if r == ReasonInvalidDeletionPropagation {
+				n++
+			}
+		}
+		return n
+	}
+	for _, step := range []struct {
+		value string // "" removes the annotation
+		want  int    // warnings so far
+	}{{"Orphan", 1}, {"Orphan", 1}, {"delete", 2}, {"orphan", 2}, {"Orphan", 3}, {"", 3}} {
+		obj := e.getRemote(t, "default", "foo")
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if step.value == "" {
+			delete(a, keys.DeletionPropagationPolicy)
+		} else {
+			a[keys.DeletionPropagationPolicy] = step.value
+		}
+		obj.SetAnnotations(a)
+		if err := e.kcp.Update(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.converge(t, "default", "foo"); err != nil {
+			t.Fatal(err)
+		}
+		if got := warnings(); got != step.want {
+			t.Fatalf("after %q: %d InvalidDeletionPropagation warnings, want %d", step.value, got, step.want)
+		}
 	}
 }

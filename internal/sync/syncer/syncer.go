@@ -89,6 +89,10 @@ type Syncer struct {
 	// Warned remembers StatusSubresourceMissing warnings (shared by copies
 	// of the Syncer); nil disables the warning.
 	Warned *once.PerGeneration
+	// WarnedPropagation remembers the unknown deletion propagation values
+	// the consumer was warned about before a deletion; nil: no such
+	// warning.
+	WarnedPropagation *once.PerValue
 
 	// SpecMutator and StatusMutator apply spec.mutation (nil: none).
 	SpecMutator, StatusMutator *mutation.Mutator
@@ -193,6 +197,7 @@ func primaryOf(ws Workspace, obj *unstructured.Unstructured) state.Primary {
 // sync brings the local copy, the status and the related objects of obj
 // (which carries our finalizer) in line.
 func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
+	s.warnPropagation(obj)
 	local, err := s.findLocal(ctx, p)
 	if err != nil {
 		return Result{}, err
@@ -618,6 +623,9 @@ func (s *Syncer) delete(ctx context.Context, ws Workspace, obj *unstructured.Uns
 	}
 	if s.Warned != nil {
 		s.Warned.Forget(obj)
+	}
+	if s.WarnedPropagation != nil {
+		s.WarnedPropagation.Forget(obj)
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(obj.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	fin.Release(obj, true)
