@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -59,6 +60,12 @@ func TestDeletionPropagation(t *testing.T) {
 		}
 	}
 
+	// The unknown value is reported before it matters.
+	framework.WaitFor(t, syncTimeout, "the early Warning about the unknown value", func(ctx context.Context) (bool, error) {
+		return slices.ContainsFunc(namespacedEventMessages(ctx, consumer, "default", "odd", "InvalidDeletionPropagation"),
+			func(m string) bool { return strings.Contains(m, "if this object is deleted") }), nil
+	})
+
 	for name := range policies {
 		framework.Must(t, consumer.Client.Delete(ctx, newObject(kcpThing, "default", name, nil)), "delete Thing %s", name)
 	}
@@ -84,8 +91,9 @@ func TestDeletionPropagation(t *testing.T) {
 			t.Errorf("the copy of %s is still there (%v)", name, err)
 		}
 	}
-	framework.WaitFor(t, syncTimeout, "the Warning about the unknown value", func(ctx context.Context) (bool, error) {
-		return namespacedEventReasons(ctx, consumer, "default", "odd")["InvalidDeletionPropagation"], nil
+	framework.WaitFor(t, syncTimeout, "the Warning about the unknown value at the deletion", func(ctx context.Context) (bool, error) {
+		return slices.ContainsFunc(namespacedEventMessages(ctx, consumer, "default", "odd", "InvalidDeletionPropagation"),
+			func(m string) bool { return strings.Contains(m, "is deleted in the background") }), nil
 	})
 
 	// Foreground: the copy waits for its dependents (the service cluster's
