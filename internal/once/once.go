@@ -3,6 +3,7 @@
 package once
 
 import (
+	"hash/fnv"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,26 +43,30 @@ func (p *PerGeneration) Forget(obj metav1.Object) {
 
 // PerValue remembers, per object UID, the last value reported (for a
 // warning about a field or annotation, which can change without a new
-// generation). It is safe for concurrent use.
+// generation), as a hash: a value someone else controls may be large. It
+// is safe for concurrent use.
 type PerValue struct {
 	mu   sync.Mutex
-	seen map[types.UID]string
+	seen map[types.UID]uint64
 }
 
 // NewPerValue returns an empty set.
 func NewPerValue() *PerValue {
-	return &PerValue{seen: map[types.UID]string{}}
+	return &PerValue{seen: map[types.UID]uint64{}}
 }
 
 // First reports whether value has not been reported for obj as its last
 // value, and records it.
 func (p *PerValue) First(obj metav1.Object, value string) bool {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(value))
+	sum := h.Sum64()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if v, ok := p.seen[obj.GetUID()]; ok && v == value {
+	if v, ok := p.seen[obj.GetUID()]; ok && v == sum {
 		return false
 	}
-	p.seen[obj.GetUID()] = value
+	p.seen[obj.GetUID()] = sum
 	return true
 }
 

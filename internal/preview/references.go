@@ -20,7 +20,14 @@ import (
 func (in Input) referenceNotes(s *syncer.Syncer, refs []references.Reference, own schema.GroupKind, samples []*unstructured.Unstructured, obj, local *unstructured.Unstructured, statusToKcp any) []string {
 	var out []string
 	for _, ref := range refs {
-		name, ok := ref.Get(obj.Object)
+		// As the agent: a spec field after the spec mutations (obj), a
+		// status field after the status mutations (statusToKcp; none
+		// without a status subresource).
+		source := obj.Object
+		if ref.Status {
+			source = map[string]any{"status": statusToKcp}
+		}
+		name, ok := ref.Get(source)
 		if !ok {
 			continue
 		}

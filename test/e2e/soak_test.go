@@ -1306,10 +1306,11 @@ var soakExpectedErrors = []struct {
 	// virtual workspace does not serve the types yet, the client's REST
 	// mapper finds no kind for them (seen in a 30-minute run: "failed to
 	// update the status in kcp: no matches for kind \"Gadget\""). The
-	// discovery of a starting shard's virtual workspace may fail without
-	// a message ("unknown"), which fails the release of a deselected
-	// PublishedResource for one attempt (seen in a 30-minute run).
-	{causeShard, regexp.MustCompile(`connect: connection refused|stream error: stream ID \d+; INTERNAL_ERROR; received from peer|no matches for kind \\"\w+\\" in version|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|API export not found|access denied|claimed\.internal\.apis\.kcp\.io/[^:]*: Forbidden: must not be set|the server could not find the requested resource|failed waiting for \*v1\.\w+ Informer to sync|malformed header: missing HTTP content-type|the server was unable to return a response in the time allotted|Failed to watch\t.*/clusters/%2A/.*context canceled"\}$|Failed to release the objects of a PublishedResource this agent no longer selects\t.*failed to discover the endpoint's API groups: unknown"\}$`)},
+	// discovery of a stopped or starting shard's virtual workspace may
+	// get an answer without a readable message ("unknown"), which fails
+	// the release of a deselected PublishedResource until the shard is
+	// back (seen in a 30-minute run).
+	{causeShard, regexp.MustCompile(`connect: connection refused|stream error: stream ID \d+; INTERNAL_ERROR; received from peer|no matches for kind \\"\w+\\" in version|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|API export not found|access denied|claimed\.internal\.apis\.kcp\.io/[^:]*: Forbidden: must not be set|the server could not find the requested resource|failed waiting for \*v1\.\w+ Informer to sync|malformed header: missing HTTP content-type|the server was unable to return a response in the time allotted|Failed to watch\t.*/clusters/%2A/.*context canceled"\}$|Failed to release the objects of a PublishedResource this agent no longer selects\t.*failed to discover the endpoint's API groups \(\w*\): unknown"\}$`)},
 	// The workspace is unbound: its claims are gone (Events may not be
 	// written), the bound resources are no longer served, and passes of
 	// its objects still queued are denied by the virtual workspace.

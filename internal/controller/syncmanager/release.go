@@ -383,9 +383,10 @@ func (r *reconciler) servedResource(url string, gr schema.GroupResource) (schema
 	}
 	groups, err := dc.ServerGroups()
 	if err != nil {
-		// (A shard that is starting may answer with no message: client-go
-		// says "unknown".)
-		return schema.GroupVersionKind{}, false, fmt.Errorf("failed to discover the endpoint's API groups: %w", err)
+		// (An answer whose body client-go cannot read, such as a stopped
+		// shard's 403 through the front-proxy, reads "unknown": the
+		// reason says which answer it was.)
+		return schema.GroupVersionKind{}, false, fmt.Errorf("failed to discover the endpoint's API groups (%s): %w", apierrors.ReasonForError(err), err)
 	}
 	for _, g := range groups.Groups {
 		if g.Name != gr.Group {
