@@ -101,27 +101,10 @@ func (s *sweeper) sweep(ctx context.Context) {
 	if s.unbound {
 		s.goneWorkspaces(ctx, secrets.Items, bound)
 	}
-	// A state whose kcp object is gone but whose copy is still there is
-	// left to the sync (Vanished deletes the copy, then the state; the
-	// patrol finds such copies): without it the copy could no longer be
-	// cleaned up, and a later kcp object of the same name would take the
-	// copy over without a base for the three-way merge (a label only the
-	// old object had would stay). Copies are listed once, and only if
-	// something is orphaned.
-	copies := sync.OnceValues(func() (map[remoteKey]bool, error) { return s.copiesByRemote(ctx) })
 	deleted := 0
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
 		if !s.orphaned(ctx, secret) {
-			continue
-		}
-		withCopy, err := copies()
-		if err != nil {
-			s.log.Error(err, "Failed to list local copies for the orphan sweep")
-			break
-		}
-		if withCopy[remoteKeyOf(secret.Labels)] {
-			s.log.V(1).Info("Kept an orphaned state Secret: its local copy is still there", "secret", secret.Name)
 			continue
 		}
 		if err := s.client.Delete(ctx, secret.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
@@ -293,31 +276,6 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 
 // listCopies lists, from the API server and as metadata, this agent's
 // local copies of the types the running controllers sync.
-// remoteKey is the kcp object a copy's or state Secret's remote-object
-// labels name: cluster, name hash, namespace hash.
-type remoteKey [3]string
-
-func remoteKeyOf(l map[string]string) remoteKey {
-	return remoteKey{l[keys.RemoteObjectCluster], l[keys.RemoteObjectNameHash], l[keys.RemoteObjectNamespaceHash]}
-}
-
-// copiesByRemote returns the kcp objects this agent's local copies name
-// (none without a reader).
-func (s *sweeper) copiesByRemote(ctx context.Context) (map[remoteKey]bool, error) {
-	out := map[remoteKey]bool{}
-	if s.reader == nil {
-		return out, nil
-	}
-	copies, err := s.listCopies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range copies {
-		out[remoteKeyOf(c.GetLabels())] = true
-	}
-	return out, nil
-}
-
 func (s *sweeper) listCopies(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
 	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.Exists, nil)
 	if err != nil {
