@@ -36,7 +36,7 @@ func (in Input) referenceNotes(s *syncer.Syncer, refs []references.Reference, ow
 			target = fmt.Sprintf("%s.%s %s", ref.Target.Kind, ref.Target.Group, objmeta.QualifiedName(obj.GetNamespace(), name))
 		}
 		if ref.Status {
-			if kcpName, found := in.ownKcpName(s, samples, obj.GetNamespace(), local.GetNamespace(), name); found && ref.Target == own {
+			if kcpName, found := in.ownKcpName(s, samples, obj.GetNamespace(), local.GetNamespace(), name); ref.Target == own && found {
 				if status, ok := statusToKcp.(map[string]any); ok && ref.Set(map[string]any{"status": status}, kcpName) == nil {
 					out = append(out, fmt.Sprintf("%s %q: written into kcp as %q, the kcp name of the %s whose local copy has this name", ref.Path, name, kcpName, ref.Target.Kind))
 					continue
@@ -60,14 +60,9 @@ func (in Input) referenceNotes(s *syncer.Syncer, refs []references.Reference, ow
 // namespace/name among samples (of the published type).
 func (in Input) ownLocalKey(s *syncer.Syncer, samples []*unstructured.Unstructured, namespace, name string) (types.NamespacedName, bool) {
 	for _, sample := range samples {
-		if sample.GetName() != name || sample.GetNamespace() != namespace {
-			continue
+		if sample.GetName() == name && sample.GetNamespace() == namespace {
+			return in.localKeyOf(s, sample)
 		}
-		local, _, err := s.NewCopy(in.workspace(), sample)
-		if err != nil {
-			return types.NamespacedName{}, false
-		}
-		return types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}, true
 	}
 	return types.NamespacedName{}, false
 }
@@ -79,9 +74,19 @@ func (in Input) ownKcpName(s *syncer.Syncer, samples []*unstructured.Unstructure
 		if sample.GetNamespace() != namespace {
 			continue
 		}
-		if key, found := in.ownLocalKey(s, samples, namespace, sample.GetName()); found && key.Name == localName && (!s.LocalNamespaced || key.Namespace == copyNamespace) {
+		if key, found := in.localKeyOf(s, sample); found && key.Name == localName && (!s.LocalNamespaced || key.Namespace == copyNamespace) {
 			return sample.GetName(), true
 		}
 	}
 	return "", false
+}
+
+// localKeyOf returns the local namespace and name the sample's copy gets;
+// false when its naming fails.
+func (in Input) localKeyOf(s *syncer.Syncer, sample *unstructured.Unstructured) (types.NamespacedName, bool) {
+	local, _, err := s.NewCopy(in.workspace(), sample)
+	if err != nil {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}, true
 }

@@ -231,18 +231,36 @@ func (t *Target) localKey(ctx context.Context, ws Workspace, referenced *unstruc
 	}
 	// The name is the copy's only if nobody else holds it: the copy of
 	// another workspace's object would be named otherwise.
-	existing := &unstructured.Unstructured{}
-	existing.SetGroupVersionKind(t.Syncer.LocalGVK)
-	err = t.Syncer.Service.Get(ctx, key, existing)
+	existing, err := t.readLocal(ctx, key, false)
 	switch {
-	case apierrors.IsNotFound(err):
-		return key, "", nil
 	case err != nil:
-		return types.NamespacedName{}, "", fmt.Errorf("failed to read the local %s %s: %w", t.Syncer.LocalGVK.Kind, key.Name, err)
-	case !objmeta.Adoptable(existing, p.Remote, t.Syncer.AgentName) || objmeta.OfOtherKind(existing, p.GroupKind()):
+		return types.NamespacedName{}, "", err
+	case existing != nil && (!objmeta.Adoptable(existing, p.Remote, t.Syncer.AgentName) || objmeta.OfOtherKind(existing, p.GroupKind())):
 		return types.NamespacedName{}, "it has no copy on the service cluster, and the name its copy would get is taken", nil
 	}
 	return key, "", nil
+}
+
+// readLocal reads the object of t's local type at key from the service
+// cluster (cached: from the copies' cache first, which holds copies only);
+// nil when there is none.
+func (t *Target) readLocal(ctx context.Context, key types.NamespacedName, cached bool) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(t.Syncer.LocalGVK)
+	var err error
+	if cached {
+		err = t.Syncer.copies().Get(ctx, key, obj)
+	}
+	if !cached || apierrors.IsNotFound(err) {
+		err = t.Syncer.Service.Get(ctx, key, obj)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read the local %s %s: %w", t.Syncer.LocalGVK.Kind, key.Name, err)
+	}
+	return obj, nil
 }
 
 // namesForeignObject reports whether name, a consumer's value of a
@@ -261,14 +279,9 @@ func (s *Syncer) namesForeignObject(ctx context.Context, ws Workspace, t *Target
 	if t.Syncer.LocalNamespaced {
 		key.Namespace = copyNamespace
 	}
-	cp := &unstructured.Unstructured{}
-	cp.SetGroupVersionKind(t.Syncer.LocalGVK)
-	err := t.Syncer.Service.Get(ctx, key, cp)
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("failed to read the local %s %s: %w", t.Syncer.LocalGVK.Kind, name, err)
+	cp, err := t.readLocal(ctx, key, false)
+	if err != nil || cp == nil {
+		return false, err
 	}
 	_, ours := s.copyOfWorkspace(cp, ws, t, kcpNamespace)
 	return !ours, nil
@@ -341,19 +354,14 @@ func (s *Syncer) kcpNameOf(ctx context.Context, ws Workspace, gk schema.GroupKin
 		}
 		key.Namespace = copyNamespace
 	}
-	cp := &unstructured.Unstructured{}
-	cp.SetGroupVersionKind(t.Syncer.LocalGVK)
 	// From the copies' cache, or live: a copy created a moment ago is found.
-	err := t.Syncer.copies().Get(ctx, key, cp)
-	if apierrors.IsNotFound(err) {
-		err = t.Syncer.Service.Get(ctx, key, cp)
-	}
+	cp, err := t.readLocal(ctx, key, true)
 	switch {
-	case apierrors.IsNotFound(err):
-		return "", notACopy
 	case err != nil:
-		log.FromContext(ctx).V(1).Info("Cannot read a local object a status reference names", "kind", t.Syncer.LocalGVK.Kind, "name", name, "error", err.Error())
+		log.FromContext(ctx).V(1).Info("Cannot read a local object a status reference names", "error", err.Error())
 		return "", "it cannot be read now"
+	case cp == nil:
+		return "", notACopy
 	}
 	remote, ok := s.copyOfWorkspace(cp, ws, t, kcpNamespace)
 	if !ok {
