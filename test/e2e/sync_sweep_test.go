@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,7 +25,8 @@ func stateSecrets(ctx context.Context, c ctrlruntimeclient.Client) ([]corev1.Sec
 
 // TestSyncOrphanedStateSweep: a kcp object that vanishes while the agent is
 // down, without its finalizer being processed, leaves a state Secret; the
-// periodic sweep deletes it once the object is confirmed gone.
+// periodic sweep finds it once the object is confirmed gone, and the
+// object's sync deletes its copy, then the state.
 func TestSyncOrphanedStateSweep(t *testing.T) {
 	t.Parallel()
 	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
@@ -47,12 +49,34 @@ func TestSyncOrphanedStateSweep(t *testing.T) {
 	framework.Must(t, ws[0].Client.Delete(ctx, obj), "delete Thing")
 
 	framework.StartAgent(t, f.AgentArgs("--state-sweep-interval=2s")...)
-	framework.WaitFor(t, syncTimeout, "the orphaned state Secret to be swept", func(ctx context.Context) (bool, error) {
+	// Only the sweep finds the vanished object in time: the agent lists
+	// the kcp objects that exist, and the patrol's first pass comes
+	// minutes later.
+	framework.WaitFor(t, syncTimeout, "the orphaned state Secret and the vanished object's copy to go", func(ctx context.Context) (bool, error) {
 		secrets, err := stateSecrets(ctx, f.Service.Client)
-		return len(secrets) == 1, err
+		if err != nil {
+			return false, err
+		}
+		names, err := copyNames(ctx, f.Service.Client, ws[0].ClusterName)
+		return len(secrets) == 1 && slices.Equal(names, []string{"staying"}), err
 	})
 	time.Sleep(5 * time.Second)
 	if secrets, err := stateSecrets(ctx, f.Service.Client); err != nil || len(secrets) != 1 {
 		t.Errorf("state Secrets = %d (%v), want the living object's one kept", len(secrets), err)
 	}
+	if names, err := copyNames(ctx, f.Service.Client, ws[0].ClusterName); err != nil || !slices.Equal(names, []string{"staying"}) {
+		t.Errorf("local copies of the kcp objects %v (%v), want the living object's one kept", names, err)
+	}
+}
+
+// copyNames returns the names of the kcp objects whose local Things of a
+// workspace exist, sorted.
+func copyNames(ctx context.Context, c ctrlruntimeclient.Client, cluster string) ([]string, error) {
+	copies, err := localCopies(ctx, c, cluster)
+	var names []string
+	for _, cp := range copies {
+		names = append(names, cp.GetAnnotations()["syncagent.kcp.io/remote-object-name"])
+	}
+	slices.Sort(names)
+	return names, err
 }

@@ -185,6 +185,11 @@ type Controller struct {
 // ends; it never waits.
 func (c *Controller) Engage(ctx context.Context, ws Workspace) { c.hub.Engage(ctx, ws) }
 
+// Enqueue asks for a pass over one kcp object, for example one that
+// vanished while no event could reach the controller; false if the
+// controller does not run (yet or any more).
+func (c *Controller) Enqueue(req mcreconcile.Request) bool { return c.hub.enqueue(req) }
+
 // Synced is closed once the controller runs its workers.
 func (c *Controller) Synced() <-chan struct{} { return c.synced }
 

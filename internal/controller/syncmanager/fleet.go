@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
@@ -119,6 +120,9 @@ type syncController interface {
 	Engage(ctx context.Context, ws syncctrl.Workspace)
 	Start(ctx context.Context) error
 	Synced() <-chan struct{}
+	// Enqueue asks for a pass over one kcp object; false if the
+	// controller does not run.
+	Enqueue(req mcreconcile.Request) bool
 	// KcpInformers are the kcp types whose informers the controller used,
 	// by endpoint cache.
 	KcpInformers() map[string]sets.Set[schema.GroupVersionKind]
@@ -639,14 +643,21 @@ func (f *fleet) localGVKs() []schema.GroupVersionKind {
 
 // syncedGVK returns the kcp GVK of a running controller for gk.
 func (f *fleet) syncedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	key, _, ok := f.syncing(gk)
+	return key.remoteGVK, ok
+}
+
+// syncing returns the running controller that syncs the kcp kind gk, and
+// its types.
+func (f *fleet) syncing(gk schema.GroupKind) (controllerKey, syncController, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.controllers {
 		if r.key.remoteGVK.GroupKind() == gk {
-			return r.key.remoteGVK, true
+			return r.key, r.ctrl, true
 		}
 	}
-	return schema.GroupVersionKind{}, false
+	return controllerKey{}, nil, false
 }
 
 // stats are the fleet's metrics (see metrics.FleetStats).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -31,6 +32,8 @@ type fakeController struct {
 	stopped chan struct{}
 	// kcpTypes are the kcp informers it reports.
 	kcpTypes map[string]sets.Set[schema.GroupVersionKind]
+	// enqueued are the requests it was handed.
+	enqueued []mcreconcile.Request
 }
 
 func newFakeController() *fakeController {
@@ -55,6 +58,13 @@ func (c *fakeController) Start(ctx context.Context) error {
 }
 
 func (c *fakeController) Synced() <-chan struct{} { return c.synced }
+
+func (c *fakeController) Enqueue(req mcreconcile.Request) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.enqueued = append(c.enqueued, req)
+	return true
+}
 
 func (c *fakeController) KcpInformers() map[string]sets.Set[schema.GroupVersionKind] {
 	c.mu.Lock()

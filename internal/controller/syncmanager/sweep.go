@@ -19,10 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/emptyns"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
@@ -101,10 +104,15 @@ func (s *sweeper) sweep(ctx context.Context) {
 	if s.unbound {
 		s.goneWorkspaces(ctx, secrets.Items, bound)
 	}
-	deleted := 0
+	deleted, handed := 0, 0
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
-		if !s.orphaned(ctx, secret) {
+		gone, ok := s.orphaned(ctx, secret)
+		if !ok {
+			continue
+		}
+		if s.handOver(ctx, secret.Labels[keys.RemoteObjectCluster], gone) {
+			handed++
 			continue
 		}
 		if err := s.client.Delete(ctx, secret.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
@@ -114,7 +122,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 		deleted++
 		s.log.Info("Deleted orphaned state Secret", "secret", secret.Name)
 	}
-	s.log.V(1).Info("State sweep done", "stateSecrets", len(secrets.Items), "deleted", deleted)
+	s.log.V(1).Info("State sweep done", "stateSecrets", len(secrets.Items), "deleted", deleted, "handedOver", handed)
 	if s.emptyNS != nil {
 		s.createdNamespaces(ctx, bound)
 	}
@@ -143,12 +151,13 @@ func (s *sweeper) bindings(ctx context.Context) *bindings {
 	return &bindings{bound: bound, endpoints: strings.Join(urls, " "), err: err}
 }
 
-// orphaned reports whether every object the Secret holds state for is
-// confirmed gone.
-func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
+// orphaned returns the kcp objects the Secret holds state for (for a
+// related object's state, its primary) if every one of them is confirmed
+// gone.
+func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) ([]*unstructured.Unstructured, bool) {
 	cl := s.fleet.engagedCluster(secret.Labels[keys.RemoteObjectCluster])
 	if cl == nil || len(secret.Data) == 0 {
-		return false
+		return nil, false
 	}
 	var objects []*unstructured.Unstructured
 	if primary, ok := state.PrimaryOfRelated(secret); ok {
@@ -158,18 +167,18 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		for _, data := range secret.Data {
 			stored := &unstructured.Unstructured{}
 			if err := stored.UnmarshalJSON(data); err != nil {
-				return false
+				return nil, false
 			}
 			objects = append(objects, stored)
 		}
 	}
 	for _, stored := range objects {
 		if stored.GetName() == "" {
-			return false
+			return nil, false
 		}
 		gvk, ok := s.fleet.syncedGVK(stored.GroupVersionKind().GroupKind())
 		if !ok {
-			return false
+			return nil, false
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
@@ -179,7 +188,7 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		s.fleet.usedBy(secret.Labels[keys.RemoteObjectCluster], gvk)
 		if err == nil {
 			// In the cache: alive, no request needed.
-			return false
+			return nil, false
 		}
 		// "Gone" needs a live read: the provider's GetAPIReader is its
 		// cache (empty right after a reconnect, when every object would
@@ -189,10 +198,80 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) bool {
 		// binding going away, a resource withdrawn from the export) says
 		// nothing about the object.
 		if err := cl.GetClient().Get(ctx, key, obj); !syncer.ObjectNotFound(err, key.Name) {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return objects, true
+}
+
+// handOver hands each gone kcp object whose local copy is still there to
+// the sync controller of its kind, and reports whether there was one (or
+// it could not tell): the state then stays. The controller's pass finds
+// the object gone and deletes the copy, then the state (see
+// syncer.Vanished); without the state the copy could no longer be cleaned
+// up, and a later kcp object of the same name would take the copy over
+// without a base for its three-way merge. Nothing else may bring that
+// pass: the object can have vanished while its workspace was not engaged
+// or its PublishedResource not selected, and the patrol may be off.
+func (s *sweeper) handOver(ctx context.Context, cluster string, gone []*unstructured.Unstructured) bool {
+	handed := false
+	for _, obj := range gone {
+		gk := obj.GroupVersionKind().GroupKind()
+		key, ctrl, ok := s.fleet.syncing(gk)
+		if !ok {
+			// Its controller stopped since orphaned checked it.
+			return true
+		}
+		remote := objmeta.Remote{Cluster: cluster, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		found, err := s.hasCopy(ctx, key.localGVK, gk, remote)
+		if err != nil {
+			s.log.Error(err, "Failed to look for the local copy of a vanished kcp object; its state stays", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(remote.Namespace, remote.Name))
+			return true
+		}
+		if !found {
+			continue
+		}
+		handed = true
+		req := mcreconcile.Request{ClusterName: cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: remote.Namespace, Name: remote.Name}}}
+		// A controller that does not run yet is asked by the next sweep.
+		if ctrl != nil && ctrl.Enqueue(req) {
+			s.log.Info("A kcp object vanished while its local copy stayed; its sync cleans the copy up, then its state", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(remote.Namespace, remote.Name))
+		}
+	}
+	return handed
+}
+
+// hasCopy reports whether the service cluster (read live) has this agent's
+// copy of type localGVK of the kcp object remote of kind gk. A copy that
+// records another kcp kind is that of a same-named object of another
+// PublishedResource.
+func (s *sweeper) hasCopy(ctx context.Context, localGVK schema.GroupVersionKind, gk schema.GroupKind, remote objmeta.Remote) (bool, error) {
+	sel := labels.SelectorFromSet(remote.Labels(s.agentName))
+	notState, err := labels.NewRequirement(keys.ObjectState, selection.NotEquals, []string{"true"})
+	if err != nil {
+		return false, err
+	}
+	sel = sel.Add(*notState)
+	if remote.Namespace == "" {
+		// A copy of a namespaced object of the same name carries the
+		// namespace's hash.
+		clusterScoped, err := labels.NewRequirement(keys.RemoteObjectNamespaceHash, selection.DoesNotExist, nil)
+		if err != nil {
+			return false, err
+		}
+		sel = sel.Add(*clusterScoped)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind(localGVK.Kind + "List"))
+	if err := s.reader.List(ctx, list, &ctrlruntimeclient.ListOptions{LabelSelector: sel}); err != nil {
+		return false, fmt.Errorf("failed to list %s: %w", localGVK.Kind, err)
+	}
+	for i := range list.Items {
+		if !objmeta.OfOtherKind(&list.Items[i], gk) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // listPage is the page size of the lists of bindings and local copies.

@@ -69,13 +69,13 @@ func TestSweepReadsLive(t *testing.T) {
 	f.clusters["ws1"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "ws1", Cluster: cl}}
 	f.controllers["things"] = &running{key: controllerKey{remoteGVK: gvk}}
 	s := &sweeper{fleet: f, log: logr.Discard()}
-	if s.orphaned(context.Background(), secret) {
+	if _, gone := s.orphaned(context.Background(), secret); gone {
 		t.Fatal("the state of an object the server has was taken for an orphan")
 	}
 	if err := cl.server.Delete(context.Background(), thing); err != nil {
 		t.Fatal(err)
 	}
-	if !s.orphaned(context.Background(), secret) {
+	if _, gone := s.orphaned(context.Background(), secret); !gone {
 		t.Error("the state of an object the server does not have was kept")
 	}
 
@@ -87,7 +87,7 @@ func TestSweepReadsLive(t *testing.T) {
 		},
 	})
 	f.clusters["ws1"] = engaged{ctx: context.Background(), ws: syncctrl.Workspace{Name: "ws1", Cluster: cl}}
-	if s.orphaned(context.Background(), secret) {
+	if _, gone := s.orphaned(context.Background(), secret); gone {
 		t.Error("a 404 of the whole resource was taken for the object's: its state would go")
 	}
 }

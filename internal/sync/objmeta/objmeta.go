@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -167,7 +168,7 @@ func Adoptable(obj *unstructured.Unstructured, r Remote, agentName string) bool 
 // is not gk: the copy of another kind's object of the same workspace,
 // namespace and name (a projection changed), which must be neither taken
 // over nor deleted for this one.
-func OfOtherKind(obj *unstructured.Unstructured, gk schema.GroupKind) bool {
+func OfOtherKind(obj metav1.Object, gk schema.GroupKind) bool {
 	v, ok := obj.GetAnnotations()[keys.RemoteObjectKind]
 	return ok && v != gk.String()
 }
