@@ -25,8 +25,7 @@ func stateSecrets(ctx context.Context, c ctrlruntimeclient.Client) ([]corev1.Sec
 
 // TestSyncOrphanedStateSweep: a kcp object that vanishes while the agent is
 // down, without its finalizer being processed, leaves a state Secret; the
-// periodic sweep finds it once the object is confirmed gone, and the
-// object's sync deletes its copy, then the state.
+// copy and the state go once the object is confirmed gone.
 func TestSyncOrphanedStateSweep(t *testing.T) {
 	t.Parallel()
 	f, ws, agent := syncSetup(t, []*apiextensionsv1.CustomResourceDefinition{framework.TestCRD("example.com", "Thing", "v1")},
@@ -49,9 +48,11 @@ func TestSyncOrphanedStateSweep(t *testing.T) {
 	framework.Must(t, ws[0].Client.Delete(ctx, obj), "delete Thing")
 
 	framework.StartAgent(t, f.AgentArgs("--state-sweep-interval=2s")...)
-	// Only the sweep finds the vanished object in time: the agent lists
-	// the kcp objects that exist, and the patrol's first pass comes
-	// minutes later.
+	// The copy's event at the start, or the sweep, which hands the object
+	// to its sync when the copy is still there, brings the pass that
+	// deletes the copy, then the state. (Which of the two comes first is
+	// a race here; TestSweepHandsOverVanishedObjectsWithACopy covers the
+	// sweep's part alone.)
 	framework.WaitFor(t, syncTimeout, "the orphaned state Secret and the vanished object's copy to go", func(ctx context.Context) (bool, error) {
 		secrets, err := stateSecrets(ctx, f.Service.Client)
 		if err != nil {
