@@ -87,6 +87,23 @@ const (
 	// cluster-scoped one) whose deletion with the policy orphan left it:
 	// no kcp object adopts it while it is there.
 	OrphanedFrom = "syncagent.kcp.io/orphaned-from"
+	// ImportInto (ours), a label on a service-cluster object of a
+	// PublishedResource's local type, asks the agent to import the object
+	// into the workspace (logical cluster name) it names: a kcp object is
+	// created from it, and it becomes that object's local copy.
+	// ImportName and ImportNamespace (annotations, optional) give the kcp
+	// object's name and namespace (default: the object's own). None of the
+	// three is ever copied to the other side.
+	// ImportPublishedResource (an annotation) names the PublishedResource
+	// that imports the object, needed only when several PublishedResources
+	// of the agent publish its type.
+	ImportInto              = "syncagent.kcp.io/import-into"
+	ImportName              = "syncagent.kcp.io/import-name"
+	ImportNamespace         = "syncagent.kcp.io/import-namespace"
+	ImportPublishedResource = "syncagent.kcp.io/import-published-resource"
+	// ImportedFrom (ours), on a kcp object the agent created by an import,
+	// is the UID of the service-cluster object it was imported from.
+	ImportedFrom = "syncagent.kcp.io/imported-from"
 	// RelatedResourcesPrefix is the prefix of the related-objects annotation
 	// on kcp primaries: <prefix><identifier>.<index>.
 	RelatedResourcesPrefix = "related-resources.syncagent.kcp.io/"

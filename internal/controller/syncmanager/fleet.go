@@ -648,12 +648,13 @@ func (f *fleet) syncedGVK(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
 }
 
 // syncing returns the running controller that syncs the kcp kind gk, and
-// its types.
+// its types: that of the first PublishedResource by name, should two
+// sync the same kind.
 func (f *fleet) syncing(gk schema.GroupKind) (controllerKey, syncController, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, r := range f.controllers {
-		if r.key.remoteGVK.GroupKind() == gk {
+	for _, name := range slices.Sorted(maps.Keys(f.controllers)) {
+		if r := f.controllers[name]; r.key.remoteGVK.GroupKind() == gk {
 			return r.key, r.ctrl, true
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kcp-dev/logicalcluster/v3"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -105,17 +106,25 @@ func (s *sweeper) sweep(ctx context.Context) {
 		s.goneWorkspaces(ctx, secrets.Items, bound)
 	}
 	deleted, handed := 0, 0
+	seen := map[state.Primary]bool{}
 	for i := range secrets.Items {
 		secret := &secrets.Items[i]
 		gone, ok := s.orphaned(ctx, secret)
 		if !ok {
 			continue
 		}
-		if s.handOver(ctx, secret.Labels[keys.RemoteObjectCluster], gone) {
+		if s.handOver(ctx, secret, gone, seen) {
 			handed++
 			continue
 		}
-		if err := s.client.Delete(ctx, secret.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
+		// Only the Secret as it was checked: one a new object of the same
+		// name wrote since is its three-way base.
+		err := s.client.Delete(ctx, secret.DeepCopy(), ctrlruntimeclient.Preconditions{UID: &secret.UID, ResourceVersion: &secret.ResourceVersion})
+		if apierrors.IsConflict(err) {
+			s.log.V(1).Info("An orphaned state Secret changed since the sweep checked it; left to the next sweep", "secret", secret.Name)
+			continue
+		}
+		if ctrlruntimeclient.IgnoreNotFound(err) != nil {
 			s.log.Error(err, "Failed to delete an orphaned state Secret", "secret", secret.Name)
 			continue
 		}
@@ -212,62 +221,78 @@ func (s *sweeper) orphaned(ctx context.Context, secret *corev1.Secret) ([]*unstr
 // up, and a later kcp object of the same name would take the copy over
 // without a base for its three-way merge. Nothing else may bring that
 // pass: the object can have vanished while its workspace was not engaged
-// or its PublishedResource not selected, and the patrol may be off.
-func (s *sweeper) handOver(ctx context.Context, cluster string, gone []*unstructured.Unstructured) bool {
+// or its PublishedResource not selected, and the patrol may be off. The
+// pass needs the object's own state: a related object's state whose
+// primary has none left goes. seen remembers the copies looked up in this
+// sweep, by object.
+func (s *sweeper) handOver(ctx context.Context, secret *corev1.Secret, gone []*unstructured.Unstructured, seen map[state.Primary]bool) bool {
+	cluster := secret.Labels[keys.RemoteObjectCluster]
 	handed := false
 	for _, obj := range gone {
 		gk := obj.GroupVersionKind().GroupKind()
+		p := state.Primary{Remote: objmeta.Remote{Cluster: cluster, Namespace: obj.GetNamespace(), Name: obj.GetName()}, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind()}
 		key, ctrl, ok := s.fleet.syncing(gk)
 		if !ok {
 			// Its controller stopped since orphaned checked it.
 			return true
 		}
-		remote := objmeta.Remote{Cluster: cluster, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		found, err := s.hasCopy(ctx, key.localGVK, gk, remote)
-		if err != nil {
-			s.log.Error(err, "Failed to look for the local copy of a vanished kcp object; its state stays", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(remote.Namespace, remote.Name))
-			return true
+		found, cached := seen[p]
+		if !cached {
+			var err error
+			if found, err = s.hasCopy(ctx, key.localGVK, p); err != nil {
+				s.log.Error(err, "Failed to look for the local copy of a vanished kcp object; its state stays", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(p.Namespace, p.Name))
+				return true
+			}
+			seen[p] = found
 		}
 		if !found {
 			continue
 		}
+		if _, related := state.PrimaryOfRelated(secret); related {
+			own, err := s.store().Get(ctx, p)
+			if err != nil {
+				return true
+			}
+			if own == nil {
+				continue
+			}
+		}
 		handed = true
-		req := mcreconcile.Request{ClusterName: cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: remote.Namespace, Name: remote.Name}}}
+		if cached {
+			continue
+		}
+		req := mcreconcile.Request{ClusterName: cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}}}
 		// A controller that does not run yet is asked by the next sweep.
 		if ctrl != nil && ctrl.Enqueue(req) {
-			s.log.Info("A kcp object vanished while its local copy stayed; its sync cleans the copy up, then its state", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(remote.Namespace, remote.Name))
+			s.log.V(1).Info("A kcp object vanished while its local copy stayed; handed to its sync, which deletes the copy, then the state", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(p.Namespace, p.Name))
 		}
 	}
 	return handed
 }
 
-// hasCopy reports whether the service cluster (read live) has this agent's
-// copy of type localGVK of the kcp object remote of kind gk. A copy that
-// records another kcp kind is that of a same-named object of another
-// PublishedResource.
-func (s *sweeper) hasCopy(ctx context.Context, localGVK schema.GroupVersionKind, gk schema.GroupKind, remote objmeta.Remote) (bool, error) {
-	sel := labels.SelectorFromSet(remote.Labels(s.agentName))
-	notState, err := labels.NewRequirement(keys.ObjectState, selection.NotEquals, []string{"true"})
-	if err != nil {
-		return false, err
-	}
-	sel = sel.Add(*notState)
-	if remote.Namespace == "" {
-		// A copy of a namespaced object of the same name carries the
-		// namespace's hash.
-		clusterScoped, err := labels.NewRequirement(keys.RemoteObjectNamespaceHash, selection.DoesNotExist, nil)
-		if err != nil {
-			return false, err
-		}
-		sel = sel.Add(*clusterScoped)
-	}
+// store reads this agent's state Secrets (from the cache).
+func (s *sweeper) store() *state.Store {
+	return &state.Store{Client: s.client, Namespace: s.namespace, AgentName: s.agentName}
+}
+
+// hasCopy reports whether the service cluster (read live) has a local
+// copy of type localGVK of the kcp object p that the sync would take for
+// its own: found by the object's labels, without another agent's label
+// (copies of the reference or of older versions carry none), not a state
+// Secret, and recording no other kcp kind (that would be the copy of a
+// same-named object of another PublishedResource).
+func (s *sweeper) hasCopy(ctx context.Context, localGVK schema.GroupVersionKind, p state.Primary) (bool, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(localGVK.GroupVersion().WithKind(localGVK.Kind + "List"))
-	if err := s.reader.List(ctx, list, &ctrlruntimeclient.ListOptions{LabelSelector: sel}); err != nil {
+	if err := s.reader.List(ctx, list, &ctrlruntimeclient.ListOptions{LabelSelector: p.Selector()}); err != nil {
 		return false, fmt.Errorf("failed to list %s: %w", localGVK.Kind, err)
 	}
 	for i := range list.Items {
-		if !objmeta.OfOtherKind(&list.Items[i], gk) {
+		item := &list.Items[i]
+		if _, isState := item.Labels[keys.ObjectState]; isState {
+			continue
+		}
+		if !objmeta.OwnedByOtherAgent(item, s.agentName) && !objmeta.OfOtherKind(item, p.GroupKind()) {
 			return true, nil
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
 
 // TestSweepHandsOverVanishedObjectsWithACopy (soak seed 43, sixth run): a
@@ -69,6 +70,29 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		}
 		return cp
 	}
+	relatedStateOf := func(r objmeta.Remote) *corev1.Secret {
+		rec := state.RelatedRecord{
+			Primary:    state.ObjectRef{APIVersion: remoteGVK.GroupVersion().String(), Kind: remoteGVK.Kind, Namespace: r.Namespace, Name: r.Name},
+			Identifier: "creds", OriginSide: "service",
+			Origin:      state.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: "ws1-team", Name: "creds"},
+			Destination: state.ObjectRef{APIVersion: "v1", Kind: "Secret", Namespace: r.Namespace, Name: "creds"},
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := r.Labels("me")
+		l[keys.ObjectState] = "true"
+		l[keys.RelatedIdentifier] = "creds"
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "agent-ns", Name: "obj-state-ws1-related", Labels: l},
+			Data: map[string][]byte{"record": data}}
+	}
+	withoutAgentLabel := func(cp *unstructured.Unstructured) *unstructured.Unstructured {
+		l := cp.GetLabels()
+		delete(l, keys.AgentName)
+		cp.SetLabels(l)
+		return cp
+	}
 	request := func(r objmeta.Remote) []mcreconcile.Request {
 		return []mcreconcile.Request{{ClusterName: r.Cluster, Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: r.Namespace, Name: r.Name}}}}
 	}
@@ -83,13 +107,19 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		readerErr bool
 		// secrets: the copies are Secrets (in the agent's namespace, as
 		// state Secrets are), else Widgets.
-		secrets  bool
+		secrets bool
+		// ownState: the object's own state is there too (state is a
+		// related object's).
+		ownState bool
 		wantKept bool
 		wantReqs []mcreconcile.Request
 	}{
 		{name: "copy present: kept and handed over", state: stateOf(widget), copy: copyOf(widget, "me", ""), wantKept: true, wantReqs: request(widget)},
 		{name: "copy recording its kind: kept and handed over", state: stateOf(widget), copy: copyOf(widget, "me", "Widget.kcp.example.com"), wantKept: true, wantReqs: request(widget)},
 		{name: "no copy: deleted", state: stateOf(widget)},
+		{name: "copy of the reference or an older version (no agent label): kept and handed over", state: stateOf(widget), copy: withoutAgentLabel(copyOf(widget, "me", "")), wantKept: true, wantReqs: request(widget)},
+		{name: "related object's state, the primary's copy and state there: kept and handed over", state: relatedStateOf(widget), ownState: true, copy: copyOf(widget, "me", ""), wantKept: true, wantReqs: request(widget)},
+		{name: "related object's state, the primary's copy there but no state of its own: deleted", state: relatedStateOf(widget), copy: copyOf(widget, "me", "")},
 		{name: "copy of another kind: deleted", state: stateOf(widget), copy: copyOf(widget, "me", "Gadget.kcp.example.com")},
 		{name: "another agent's copy: deleted", state: stateOf(widget), copy: copyOf(widget, "other", "")},
 		{name: "cluster-scoped object, copy of a namespaced one: deleted", state: stateOf(clusterWidget), copy: copyOf(widget, "me", "")},
@@ -109,10 +139,18 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 			if tc.copy != nil {
 				objs = append(objs, tc.copy)
 			}
-			service := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()
+			service := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+				WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
 			var reader ctrlruntimeclient.Reader = service
 			if tc.readerErr {
 				reader = interceptor.NewClient(service.(ctrlruntimeclient.WithWatch), listFails)
+			}
+			if tc.ownState {
+				store := &state.Store{Client: service, Namespace: "agent-ns", AgentName: "me"}
+				p := state.Primary{Remote: widget, APIVersion: remoteGVK.GroupVersion().String(), Kind: remoteGVK.Kind}
+				if err := store.Put(context.Background(), p, map[string]any{"spec": map[string]any{}}); err != nil {
+					t.Fatal(err)
+				}
 			}
 			f := newFleet(logr.Discard(), nil, nil, 0)
 			// The kcp object is gone on the server, which has another one

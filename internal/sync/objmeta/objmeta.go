@@ -131,7 +131,7 @@ func FromLocal(obj *unstructured.Unstructured) (r Remote, ok bool) {
 
 // OwnedByOtherAgent reports whether obj carries another agent's label.
 // Objects without the label count as ours (the reference added it late).
-func OwnedByOtherAgent(obj *unstructured.Unstructured, agentName string) bool {
+func OwnedByOtherAgent(obj metav1.Object, agentName string) bool {
 	v, ok := obj.GetLabels()[keys.AgentName]
 	return ok && v != agentName
 }
@@ -177,7 +177,7 @@ func OfOtherKind(obj metav1.Object, gk schema.GroupKind) bool {
 func copyableLabel(k string) bool {
 	switch k {
 	case keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash,
-		keys.AgentName, keys.ObjectState:
+		keys.AgentName, keys.ObjectState, keys.ImportInto:
 		return false
 	}
 	return !strings.HasPrefix(k, "claimed.internal.apis.kcp.io/")
@@ -188,7 +188,8 @@ func copyableAnnotation(k string) bool {
 	switch k {
 	case "kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
 		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind,
-		keys.AgentName, keys.ObjectState, keys.DeletionPropagationPolicy, keys.OrphanedFrom:
+		keys.AgentName, keys.ObjectState, keys.DeletionPropagationPolicy, keys.OrphanedFrom,
+		keys.ImportName, keys.ImportNamespace, keys.ImportPublishedResource, keys.ImportedFrom:
 		return false
 	}
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)

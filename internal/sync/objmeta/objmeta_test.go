@@ -96,10 +96,15 @@ func TestDesired(t *testing.T) {
 			"labels": map[string]any{
 				"app": "x", "claimed.internal.apis.kcp.io/abc": "y", "syncagent.kcp.io/agent-name": "evil",
 				"syncagent.kcp.io/remote-object-cluster": "c",
+				// A consumer's import request must not reach the service
+				// cluster (an orphaned copy would become one).
+				"syncagent.kcp.io/import-into": "other-workspace",
 			},
 			"annotations": map[string]any{
 				"note": "keep", "kcp.io/cluster": "abc", "kubectl.kubernetes.io/last-applied-configuration": "{}",
 				"related-resources.syncagent.kcp.io/creds.0": "{}", "syncagent.kcp.io/object-state": "x",
+				"syncagent.kcp.io/import-name": "n", "syncagent.kcp.io/import-namespace": "ns", "syncagent.kcp.io/imported-from": "uid",
+				"syncagent.kcp.io/import-published-resource": "pr",
 			},
 		},
 		"spec":   map[string]any{"color": "blue"},
