@@ -199,6 +199,12 @@ func primaryOf(ws Workspace, obj *unstructured.Unstructured) state.Primary {
 func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, p state.Primary) (Result, error) {
 	s.warnPropagation(obj)
 	local, err := s.findLocal(ctx, p)
+	if err == nil && local == nil && imported(obj) {
+		// An imported object's copy is where it was, not where the naming
+		// puts copies: a copies cache behind the import must not make the
+		// pass create a second one.
+		local, err = s.findLocalLive(ctx, p)
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -223,16 +229,11 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	if local != nil {
 		copyNamespace = local.GetNamespace()
 	}
-	// The status mutations see the consumer's names (mutated), the copy
-	// gets the local ones.
-	withRefs, problems, err := s.withLocalReferences(ctx, ws, obj, mutated, local, copyNamespace)
+	var res Result
+	desired, err := s.desired(ctx, ws, obj, mutated, local, copyNamespace, &res)
 	if err != nil {
 		return Result{}, err
 	}
-	desired := objmeta.Desired(withRefs, s.StatusSubresource)
-
-	var res Result
-	s.report(obj, problems, &res)
 	if local == nil {
 		r, err := s.create(ctx, obj, p, key, desired)
 		res.add(r)
@@ -255,6 +256,19 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	r, err = s.syncRelated(ctx, ws, p, obj, local)
 	res.add(r)
 	return res, err
+}
+
+// desired is what the copy of obj should hold: obj after its spec
+// mutations (mutated) with the local names of the objects it references
+// (the status mutations see the consumer's names, the copy gets the local
+// ones); references that do not resolve are reported into res.
+func (s *Syncer) desired(ctx context.Context, ws Workspace, obj, mutated, local *unstructured.Unstructured, copyNamespace string, res *Result) (*unstructured.Unstructured, error) {
+	withRefs, problems, err := s.withLocalReferences(ctx, ws, obj, mutated, local, copyNamespace)
+	if err != nil {
+		return nil, err
+	}
+	s.report(obj, problems, res)
+	return objmeta.Desired(withRefs, s.StatusSubresource), nil
 }
 
 // wouldBeCopy returns the name of the copy that obj would get and obj
