@@ -114,6 +114,7 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		StateSweepInterval:      deps.Options.StateSweepInterval,
 		SweepUnbound:            deps.Options.SweepUnboundWorkspaces,
 		DeleteCreatedNamespaces: deps.Options.DeleteCreatedNamespaces,
+		EnableImports:           deps.Options.EnableImports,
 		NamespaceMetadata:       deps.Options.NamespaceMetadata,
 		PatrolInterval:          deps.Options.PatrolInterval,
 		PatrolReport:            deps.Options.PatrolMode == options.PatrolModeReport,

@@ -94,13 +94,9 @@ const (
 	// ImportName and ImportNamespace (annotations, optional) give the kcp
 	// object's name and namespace (default: the object's own). None of the
 	// three is ever copied to the other side.
-	// ImportPublishedResource (an annotation) names the PublishedResource
-	// that imports the object, needed only when several PublishedResources
-	// of the agent publish its type.
-	ImportInto              = "syncagent.kcp.io/import-into"
-	ImportName              = "syncagent.kcp.io/import-name"
-	ImportNamespace         = "syncagent.kcp.io/import-namespace"
-	ImportPublishedResource = "syncagent.kcp.io/import-published-resource"
+	ImportInto      = "syncagent.kcp.io/import-into"
+	ImportName      = "syncagent.kcp.io/import-name"
+	ImportNamespace = "syncagent.kcp.io/import-namespace"
 	// ImportedFrom (ours), on a kcp object the agent created by an import,
 	// is the UID of the service-cluster object it was imported from.
 	ImportedFrom = "syncagent.kcp.io/imported-from"

@@ -118,6 +118,9 @@ type Options struct {
 	// namespaces the agent created for a workspace that is gone, once
 	// nothing lives in them.
 	DeleteCreatedNamespaces bool
+	// EnableImports lets service-cluster objects labelled
+	// syncagent.kcp.io/import-into be imported into kcp.
+	EnableImports bool
 	// NamespaceLabels and NamespaceAnnotations are "key=template" pairs
 	// for the namespaces the agent creates; NamespaceMetadata is their
 	// compiled form (after Validate).
@@ -194,6 +197,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: JSON or Console (case-insensitive).")
 	fs.DurationVar(&o.StateSweepInterval, "state-sweep-interval", o.StateSweepInterval, "How often state Secrets of kcp objects that vanished without being cleaned up are swept; 0 disables the sweep.")
 	fs.BoolVar(&o.SweepUnboundWorkspaces, "sweep-unbound-workspaces", o.SweepUnboundWorkspaces, "Let the sweep also delete this agent's local copies and state of workspaces in which no endpoint of the APIExportEndpointSlice lists a binding of the export (deleted or unbound while the agent was down). Off by default: with a partitioned or changed endpoint slice, workspaces that still bind the export through other shards would lose their copies.")
+	fs.BoolVar(&o.EnableImports, "enable-imports", o.EnableImports, "Import service-cluster objects of a published type that carry the label syncagent.kcp.io/import-into=<logical cluster> into that workspace: the agent creates the kcp object from the object, which becomes its copy. Whoever may label such objects on the service cluster may then put objects into every workspace that binds the export.")
 	fs.BoolVar(&o.DeleteCreatedNamespaces, "delete-created-namespaces", o.DeleteCreatedNamespaces, "Let the sweep delete the service-cluster namespaces this agent created for a workspace that no endpoint of the APIExportEndpointSlice lists a binding of any more and that is not engaged, once two sweeps in a row found nothing in them but what Kubernetes puts into every namespace. Proving that lists every namespaced type (metadata only), which needs list on every resource; a type the agent may not list keeps the namespace. Needs --state-sweep-interval above 0.")
 	fs.StringArrayVar(&o.NamespaceLabels, "namespace-label", o.NamespaceLabels, "A label key=value for the service-cluster namespaces the agent creates (repeatable); the value is a Go template that sees .ClusterName (the workspace's logical cluster). Changed or removed labels are applied to every namespace the agent created, never to others, and only where a label still holds the value the agent set; a value that reads the workspace is put only on namespaces whose name contains its cluster name.")
 	fs.StringArrayVar(&o.NamespaceAnnotations, "namespace-annotation", o.NamespaceAnnotations, "An annotation key=value for the service-cluster namespaces the agent creates (repeatable), as --namespace-label.")

@@ -323,6 +323,7 @@ func TestRender_allValues(t *testing.T) {
 		"--endpoint-url-rewrite=https://shard-1.kcp.svc:6443=https://shard-1.kcp.example.com",
 		"--published-resource-selector=team in (a,b)",
 		"--disabled-controllers=apiexport,apiresourceschema",
+		"--enable-imports",
 		"--namespace-label=team=tenants",
 		"--namespace-label=tenant={{ .ClusterName }}",
 		"--namespace-annotation=example.com/owner=kcp",
@@ -522,6 +523,15 @@ func TestRender_variants(t *testing.T) {
 		}
 		if !patchNamespaces {
 			t.Error("no patch on namespaces with deleteCreatedNamespaces=false: namespaceMetadata and the deletion mark need it")
+		}
+	})
+	t.Run("imports", func(t *testing.T) {
+		for _, on := range []bool{false, true} {
+			objs := render(t, with(map[string]any{"enableImports": on}))
+			c := agentContainer(t, get[appsv1.Deployment](t, objs, "Deployment", fullname))
+			if slices.Contains(c.Args, "--enable-imports") != on {
+				t.Errorf("enableImports=%v: args = %v", on, c.Args)
+			}
 		}
 	})
 	t.Run("no RBAC", func(t *testing.T) {

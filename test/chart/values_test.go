@@ -33,6 +33,7 @@ func allValues() map[string]any {
 		"replicas":                   3,
 		"enableLeaderElection":       false,
 		"disabledControllers":        []any{"apiexport", "apiresourceschema"},
+		"enableImports":              true,
 		"namespaceMetadata": map[string]any{
 			"labels":      map[string]any{"tenant": "{{ .ClusterName }}", "team": "tenants"},
 			"annotations": map[string]any{"example.com/owner": "kcp"},

@@ -204,15 +204,5 @@ func namespacedEventReasons(ctx context.Context, ws *framework.Workspace, namesp
 // namespacedEventMessages returns the messages of the Events with reason
 // about the object namespace/name of a workspace.
 func namespacedEventMessages(ctx context.Context, ws *framework.Workspace, namespace, name, reason string) []string {
-	var events corev1.EventList
-	if err := ws.Client.List(ctx, &events, ctrlruntimeclient.InNamespace(namespace)); err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range events.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			out = append(out, e.Message)
-		}
-	}
-	return out
+	return eventMessages(ctx, ws.Client, namespace, name, reason)
 }

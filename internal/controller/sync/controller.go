@@ -152,6 +152,11 @@ type Options struct {
 	Preflight func(ctx context.Context, watchedRelated []schema.GroupVersionResource) error
 	// Patrol configures the patroller (zero: none).
 	Patrol Patrol
+	// ImportCache holds the service-cluster objects that ask to be
+	// imported into kcp (label syncagent.kcp.io/import-into); nil: no
+	// imports. (One PublishedResource owns a local type: no other one
+	// sees its requests.)
+	ImportCache cache.Cache
 	// Targets are the types the running sync controllers synchronize, for
 	// spec.references; a controller that syncs registers its type there
 	// while it runs (nil: references resolve to nothing).
@@ -372,6 +377,23 @@ func New(opts Options) (*Controller, error) {
 		},
 	}
 
+	if opts.ImportCache != nil && !opts.DeletionOnly {
+		r.imports = &importer{
+			cache: opts.ImportCache, localGVK: opts.LocalGVK, kcpNamespaced: opts.RemoteNamespaced,
+			prName: pr.Name, agentName: opts.AgentName, service: opts.Service, live: opts.ServiceReader,
+			events: opts.Events, told: once.NewPerValue(),
+		}
+		imp := newLocalSource(opts.ImportCache, typed(opts.LocalGVK), r.imports.keys)
+		c.local = append(c.local, imp)
+		localSources = append(localSources, imp)
+		// A request for a workspace that was not engaged is looked at
+		// again once it is.
+		c.hub.engaged = func(name string) {
+			for _, req := range r.imports.forWorkspace(context.Background(), name) {
+				c.hub.enqueue(req)
+			}
+		}
+	}
 	c.r = r
 	c.hub.disengaged = r.forgetWorkspace
 	c.ctrl, err = controller.NewTypedUnmanaged(ControllerName, controller.TypedOptions[mcreconcile.Request]{
@@ -469,6 +491,9 @@ type reconciler struct {
 	refusals    *records[int]
 	unresolved  *records[int]
 	overwritten *records[overwrite]
+
+	// imports handles import requests (nil: none are).
+	imports *importer
 }
 
 // overwrite: the resourceVersions a pass wrote over, and when.
@@ -660,6 +685,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
 	if !ok {
 		// The workspace is gone (unbound); nothing to do.
+		r.imports.notEngaged(ctx, req)
 		r.waited(req, false)
 		r.streak(r.conflicts, req, false)
 		r.streak(r.refusals, req, false)
@@ -677,12 +703,22 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	cl := engaged.Cluster
 	kcpClient := r.workspaces.reads(engaged)
 	obj := typed(r.remoteGVK)
-	if err := kcpClient.Get(ctx, req.NamespacedName, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.wroteOver(req, nil, time.Time{})
-			return r.vanished(ctx, kcpClient, cl.GetClient(), req, p)
-		}
+	err := kcpClient.Get(ctx, req.NamespacedName, obj)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
+	}
+	if r.imports != nil {
+		var existing *unstructured.Unstructured
+		if err == nil {
+			existing = obj
+		}
+		if res, handled, err := r.importPass(ctx, engaged, kcpClient, req, existing, p); handled || err != nil {
+			return res, err
+		}
+	}
+	if err != nil {
+		r.wroteOver(req, nil, time.Time{})
+		return r.vanished(ctx, kcpClient, cl.GetClient(), req, p)
 	}
 	if r.cacheBehind(req, obj.GetResourceVersion(), time.Now()) {
 		p.cacheBehind = obj.GetResourceVersion()

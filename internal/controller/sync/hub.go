@@ -104,8 +104,10 @@ type hub struct {
 	// stopped. Added to under mu while not stopped.
 	running sync.WaitGroup
 	// disengaged, when set, is told each workspace that disengaged, after
-	// the hub forgot it (outside mu).
+	// the hub forgot it (outside mu); engaged, each workspace that was
+	// engaged (outside mu, never waits).
 	disengaged func(name string)
+	engaged    func(name string)
 }
 
 type engagedWorkspace struct {
@@ -216,6 +218,9 @@ func (h *hub) Engage(ctx context.Context, ws Workspace) {
 		// The handlers (being) added may have been told of this
 		// workspace's objects before it was engaged.
 		go h.replay(e)
+	}
+	if h.engaged != nil {
+		h.engaged(ws.Name)
 	}
 }
 

@@ -116,6 +116,9 @@ type Options struct {
 	// DeleteCreatedNamespaces lets the sweep delete the namespaces the
 	// agent created for workspaces that are gone, once they are empty.
 	DeleteCreatedNamespaces bool
+	// EnableImports lets the sync controllers import service-cluster
+	// objects that ask for it (label syncagent.kcp.io/import-into).
+	EnableImports bool
 	// NamespaceMetadata is put on the service-cluster namespaces the agent
 	// creates, and kept on them (nil: nothing; what an earlier
 	// configuration put there is removed).
@@ -167,8 +170,10 @@ type reconciler struct {
 	status   *conditions.Writer
 	log      logr.Logger
 
-	// copiesCache holds the local copies.
+	// copiesCache holds the local copies; importCache the objects that
+	// ask to be imported (nil without EnableImports).
 	copiesCache cache.Cache
+	importCache cache.Cache
 	// releases runs the releases of PublishedResources.
 	releases *releaseJobs
 
@@ -315,6 +320,21 @@ func Add(mgr manager.Manager, opts Options) error {
 	if err := mgr.Add(copiesCache); err != nil {
 		return err
 	}
+	var importCache cache.Cache
+	if opts.EnableImports {
+		asks, err := labels.NewRequirement(keys.ImportInto, labelselection.Exists, nil)
+		if err != nil {
+			return err
+		}
+		importCache, err = cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			DefaultLabelSelector: labels.NewSelector().Add(*asks), DefaultTransform: compact.Transform})
+		if err != nil {
+			return fmt.Errorf("failed to create the cache of import requests: %w", err)
+		}
+		if err := mgr.Add(importCache); err != nil {
+			return err
+		}
+	}
 	// Related objects of watched types only (their watches start the
 	// informers); a read of another type fails instead of starting an
 	// informer, and the sync controllers read those from the server.
@@ -342,6 +362,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		client:        mgr.GetClient(),
 		kcpCache:      kcpCache,
 		copiesCache:   copiesCache,
+		importCache:   importCache,
 		relatedCache:  relatedCache,
 		relatedClient: relatedClient,
 		fleet:         f,
@@ -943,6 +964,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 			StatusSubresource: key.statusSubresource,
 			Service:           local.GetClient(),
 			LocalCache:        r.copiesCache,
+			ImportCache:       r.importCache,
 			ServiceReader:     local.GetAPIReader(),
 			Workers:           r.SyncWorkers,
 			RelatedTypes:      relatedTypes,

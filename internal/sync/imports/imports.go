@@ -120,6 +120,6 @@ func CreatedBy(kcpObj, local *unstructured.Unstructured) bool {
 // Done returns the JSON merge patch that removes the request from local
 // once the import is done (or abandoned).
 func Done() []byte {
-	return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null,%q:null,%q:null}}}`,
-		keys.ImportInto, keys.ImportName, keys.ImportNamespace, keys.ImportPublishedResource))
+	return []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null},"annotations":{%q:null,%q:null}}}`,
+		keys.ImportInto, keys.ImportName, keys.ImportNamespace))
 }

@@ -104,7 +104,6 @@ func TestDesired(t *testing.T) {
 				"note": "keep", "kcp.io/cluster": "abc", "kubectl.kubernetes.io/last-applied-configuration": "{}",
 				"related-resources.syncagent.kcp.io/creds.0": "{}", "syncagent.kcp.io/object-state": "x",
 				"syncagent.kcp.io/import-name": "n", "syncagent.kcp.io/import-namespace": "ns", "syncagent.kcp.io/imported-from": "uid",
-				"syncagent.kcp.io/import-published-resource": "pr",
 			},
 		},
 		"spec":   map[string]any{"color": "blue"},
