@@ -54,7 +54,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	crdFile := fs.String("crd", "", "The source CRD (file).")
 	kubeconfig := fs.String("kubeconfig", "", "Read the source type (and related types) from this service cluster instead.")
 	objects := fs.StringArray("object", nil, "Sample kcp objects (file, one or more documents; repeatable). Objects of other kinds are samples of kcp-side related objects.")
-	serviceObjects := fs.StringArray("service-object", nil, "Samples of service-side related objects (file; repeatable).")
+	serviceObjects := fs.StringArray("service-object", nil, "Samples of service-side related objects, of objects of the source type that ask to be imported (label syncagent.kcp.io/import-into), and Namespaces (file; repeatable).")
 	agentName := fs.String("agent-name", "api-syncagent", "The agent name written into the labels.")
 	workspace := fs.String("workspace", "preview-cluster", "The logical cluster name of the samples' workspace.")
 	workspacePath := fs.String("workspace-path", "", "The samples' workspace path (with spec.enableWorkspacePaths).")

@@ -30,6 +30,10 @@ func TestCommand(t *testing.T) {
 		name: "references",
 		args: []string{"-f", "testdata/references/publishedresource.yaml", "--crd", "testdata/references/crd.yaml", "--object", "testdata/references/objects.yaml", "--workspace", "2h7vq0xzr3m1", "-o", "json"},
 	}, {
+		name: "imports",
+		args: []string{"-f", "testdata/database/publishedresource.yaml", "--crd", crd, "--object", "testdata/database/objects.yaml",
+			"--service-object", "testdata/imports/service-objects.yaml", "--workspace", "2h7vq0xzr3m1", "-o", "json"},
+	}, {
 		name:   "bad-namespace-label",
 		args:   []string{"-f", "testdata/deletion/publishedresource.yaml", "--crd", crd, "--namespace-label", "syncagent.kcp.io/x=y"},
 		status: 2,

@@ -47,7 +47,8 @@ type Input struct {
 	// a kcp-side related type, or Namespaces (their labels decide
 	// spec.filter.namespace).
 	Objects []*unstructured.Unstructured
-	// ServiceObjects are samples of service-side related objects.
+	// ServiceObjects are samples of service-side related objects, of
+	// objects of the source type that ask to be imported, and Namespaces.
 	ServiceObjects []*unstructured.Unstructured
 	// AgentName goes into the labels; Workspace and WorkspacePath are the
 	// samples' logical cluster name and path.
@@ -70,6 +71,9 @@ type Output struct {
 	// has none (an administrator's own claims are kept).
 	PermissionClaims []kcpapisv1alpha2.PermissionClaim `json:"permissionClaims"`
 	Objects          []Object                          `json:"objects,omitempty"`
+	// Imports are what the import requests among the service-side
+	// samples would do.
+	Imports []Import `json:"imports,omitempty"`
 }
 
 // Object is what the sync would do with one sample.
@@ -191,7 +195,20 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 	for _, t := range types {
 		kcpRelated.Insert(t.Kcp.GVK.GroupKind())
 	}
-	samples := map[related.Side][]*unstructured.Unstructured{related.SideService: in.ServiceObjects}
+	samples := map[related.Side][]*unstructured.Unstructured{}
+	var asking []*unstructured.Unstructured
+	serviceNamespaces := map[string]map[string]string{}
+	for _, obj := range in.ServiceObjects {
+		switch {
+		case asksForImport(obj, s.LocalGVK):
+			asking = append(asking, obj)
+		case obj.GroupVersionKind().GroupKind() == schema.GroupKind{Kind: "Namespace"}:
+			serviceNamespaces[obj.GetName()] = obj.GetLabels()
+			samples[related.SideService] = append(samples[related.SideService], obj)
+		default:
+			samples[related.SideService] = append(samples[related.SideService], obj)
+		}
+	}
 	var primaries []*unstructured.Unstructured
 	namespaces := map[string]map[string]string{}
 	for _, obj := range in.Objects {
@@ -224,6 +241,14 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 			return out, fmt.Errorf("object %s: %w", qualified(obj), err)
 		}
 		out.Objects = append(out.Objects, o)
+	}
+	kcpNamespaced := projected.Spec.Scope == apiextensionsv1.NamespaceScoped
+	for _, obj := range asking {
+		if disabled {
+			out.Imports = append(out.Imports, Import{Service: qualified(obj), Refused: "synchronization is disabled (spec.synchronization.enabled: false): nothing is imported"})
+			continue
+		}
+		out.Imports = append(out.Imports, in.importOf(rules, remote, kcpNamespaced, primaries, namespaces, serviceNamespaces, obj))
 	}
 	return out, nil
 }
