@@ -53,7 +53,7 @@ func (in Input) importOf(rules syncer.Rules, remote schema.GroupVersionKind, kcp
 	if !known && obj.GetNamespace() != "" {
 		im.Notes = append(im.Notes, fmt.Sprintf("namespace %s on the service cluster has no sample (a Namespace among the service objects): it is assumed not to be one an agent created for another workspace", obj.GetNamespace()))
 	}
-	if why := imports.Refusal(obj, req, nsLabels); why != "" {
+	if why := imports.Refusal(obj, req, nsLabels, nil); why != "" {
 		im.Refused = why
 		return im
 	}

@@ -532,6 +532,14 @@ func TestRender_variants(t *testing.T) {
 			if slices.Contains(c.Args, "--enable-imports") != on {
 				t.Errorf("enableImports=%v: args = %v", on, c.Args)
 			}
+			cr := get[rbacv1.ClusterRole](t, objs, "ClusterRole", fullname+":syncagent")
+			events := false
+			for _, r := range cr.Rules {
+				events = events || (slices.Contains(r.Resources, "events") && slices.Contains(r.Verbs, "create"))
+			}
+			if events != on {
+				t.Errorf("enableImports=%v: the ClusterRole grants creating Events everywhere: %v (the import's Events go into the object's namespace)", on, events)
+			}
 		}
 	})
 	t.Run("no RBAC", func(t *testing.T) {

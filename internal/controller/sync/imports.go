@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +26,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/imports"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/syncer"
 )
 
@@ -46,6 +49,10 @@ func init() { //nolint:gochecknoinits // metrics must be registered once, before
 	ctrlmetrics.Registry.MustRegister(Imports)
 }
 
+// importListTimeout bounds the read of a newly engaged workspace's import
+// requests from the cache (it waits for nothing else).
+const importListTimeout = 10 * time.Second
+
 // importer handles the import requests of a PublishedResource: objects of
 // its local type labelled syncagent.kcp.io/import-into. A request is
 // handled in the pass of the kcp object it asks for, so that nothing else
@@ -66,6 +73,7 @@ type importer struct {
 	service ctrlruntimeclient.Client
 	live    ctrlruntimeclient.Reader
 	events  record.EventRecorder
+	log     logr.Logger
 	// told remembers what was said last on each object, so that passes
 	// over a kcp object do not repeat it.
 	told *once.PerValue
@@ -155,6 +163,7 @@ func (im *importer) refuse(obj *unstructured.Unstructured, why string) {
 		return
 	}
 	Imports.WithLabelValues(im.prName, "refused").Inc()
+	im.log.Info("Refused to import a service-cluster object", "local", objmeta.QualifiedName(obj.GetNamespace(), obj.GetName()), "reason", why)
 	im.events.Event(obj, corev1.EventTypeWarning, ReasonImportRefused, fmt.Sprintf("The object is not imported: %s.", why))
 }
 
@@ -172,41 +181,32 @@ func (im *importer) notEngaged(ctx context.Context, req mcreconcile.Request) {
 		fmt.Sprintf("The import waits: workspace %s does not bind the export, or the agent has not connected to it yet.", req.ClusterName))
 }
 
-// done removes the request from local.
-func (im *importer) done(ctx context.Context, local *unstructured.Unstructured) error {
-	if err := im.service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, imports.Done())); err != nil {
-		return fmt.Errorf("failed to remove the import request: %w", ctrlruntimeclient.IgnoreNotFound(err))
+// done removes the request from local and reports whether it was there
+// (read from the API server: a cache behind the removal would count an
+// import twice).
+func (im *importer) done(ctx context.Context, local *unstructured.Unstructured) (bool, error) {
+	cur := typed(im.localGVK)
+	if err := im.live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(local), cur); err != nil {
+		return false, ctrlruntimeclient.IgnoreNotFound(err)
 	}
-	return nil
+	if _, asks := cur.GetLabels()[keys.ImportInto]; !asks || cur.GetUID() != local.GetUID() {
+		return false, nil
+	}
+	if err := im.service.Patch(ctx, cur, ctrlruntimeclient.RawPatch(types.MergePatchType, imports.Done())); err != nil {
+		return false, fmt.Errorf("failed to remove the import request: %w", ctrlruntimeclient.IgnoreNotFound(err))
+	}
+	return true, nil
 }
 
 // importPass handles an import request for the kcp object of req (obj,
-// nil if it does not exist) in its workspace; handled is false if there
-// is none to handle now, and the pass goes on as usual.
+// from the cache; nil if it does not exist) in its workspace; handled is
+// false if there is none to handle now, and the pass goes on as usual.
 func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, obj *unstructured.Unstructured, p *pass) (reconcile.Result, bool, error) {
 	im := r.imports
 	local, err := im.pending(ctx, req)
 	if err != nil || local == nil {
 		return reconcile.Result{}, false, err
 	}
-	switch {
-	case obj != nil && !imports.CreatedBy(obj, local):
-		im.refuse(local, fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req)))
-		return reconcile.Result{}, false, nil
-	case obj != nil && obj.GetDeletionTimestamp() != nil:
-		im.refuse(local, fmt.Sprintf("%s %s, created by its import, was deleted before the import was done", r.remoteGVK.Kind, importTarget(req)))
-		return reconcile.Result{}, false, im.done(ctx, local)
-	case obj == nil:
-		created, why, err := r.createImported(ctx, kcpClient, req, local)
-		if err != nil || why != "" {
-			if why != "" {
-				im.refuse(local, why)
-			}
-			return reconcile.Result{}, false, err
-		}
-		obj = created
-	}
-
 	ws := syncer.Workspace{Client: kcpClient, Live: engaged.Cluster.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
@@ -219,19 +219,51 @@ func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClien
 		recorder.Event(o, eventType, reason, message)
 	}
 	r.count(&s, &ws, req, p)
+	defer r.record(p)
+
+	if obj != nil {
+		// The cache may lag behind a deletion.
+		if err := ws.Live.Get(ctx, req.NamespacedName, obj); err != nil {
+			return reconcile.Result{}, true, err
+		}
+	}
+	switch {
+	case obj != nil && !imports.CreatedBy(obj, local):
+		// Someone else's: the object loses a claim an earlier pass left.
+		im.refuse(local, fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req)))
+		return reconcile.Result{}, false, s.UnclaimForImport(ctx, local, syncer.ImportPrimary(ws, obj))
+	case obj != nil && obj.GetDeletionTimestamp() != nil:
+		im.refuse(local, fmt.Sprintf("%s %s, created by its import, was deleted before the import was done", r.remoteGVK.Kind, importTarget(req)))
+		if err := s.UnclaimForImport(ctx, local, syncer.ImportPrimary(ws, obj)); err != nil {
+			return reconcile.Result{}, true, err
+		}
+		_, err := im.done(ctx, local)
+		return reconcile.Result{}, false, err
+	case obj == nil:
+		created, why, err := r.createImported(ctx, &s, ws, req, local)
+		if why != "" {
+			im.refuse(local, why)
+		}
+		if err != nil || created == nil {
+			return reconcile.Result{}, false, err
+		}
+		obj = created
+	}
+
 	res, err := s.AdoptImported(ctx, ws, obj, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()})
-	r.record(p)
 	switch {
 	case errors.Is(err, syncer.ErrConflict):
 		im.refuse(local, "it became the copy of another object while it was imported")
-		return reconcile.Result{}, true, im.done(ctx, local)
+		_, err := im.done(ctx, local)
+		return reconcile.Result{}, true, err
 	case err != nil:
 		return reconcile.Result{}, true, err
 	case res.Waiting != "":
 		return reconcile.Result{RequeueAfter: waitRetryMin}, true, nil
 	}
-	if err := im.done(ctx, local); err != nil {
-		return reconcile.Result{}, true, err
+	removed, err := im.done(ctx, local)
+	if err != nil || !removed {
+		return reconcile.Result{RequeueAfter: requeueAfterWrite}, true, err
 	}
 	im.told.Forget(local)
 	Imports.WithLabelValues(im.prName, "imported").Inc()
@@ -241,12 +273,14 @@ func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClien
 	return reconcile.Result{RequeueAfter: requeueAfterWrite}, true, nil
 }
 
-// createImported creates the kcp object that local's request req asks
-// for, unless the request is refused (why says why) or changed since the
-// cache saw it (nothing, no reason: its own event comes).
-func (r *reconciler) createImported(ctx context.Context, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, cached *unstructured.Unstructured) (created *unstructured.Unstructured, why string, err error) {
+// createImported checks the request req of cached (as the API server has
+// the object now) and imports it: the object is claimed (it gets the sync
+// labels of the kcp object, so that no pass makes a second copy), then the
+// kcp object is created. why says why the request is refused (nothing is
+// written, a claim is undone); nothing and no reason: the request changed
+// since the cache saw it (its own event comes).
+func (r *reconciler) createImported(ctx context.Context, s *syncer.Syncer, ws syncer.Workspace, req mcreconcile.Request, cached *unstructured.Unstructured) (created *unstructured.Unstructured, why string, err error) {
 	im := r.imports
-	// The request as the API server has it now.
 	local := typed(im.localGVK)
 	if err := im.live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(cached), local); err != nil {
 		return nil, "", ctrlruntimeclient.IgnoreNotFound(err)
@@ -260,41 +294,64 @@ func (r *reconciler) createImported(ctx context.Context, kcpClient ctrlruntimecl
 	case ir.Cluster != req.ClusterName || ir.Key != req.NamespacedName:
 		return nil, "", nil
 	}
-	var nsLabels map[string]string
-	if local.GetNamespace() != "" {
-		ns := &corev1.Namespace{}
-		if err := im.live.Get(ctx, types.NamespacedName{Name: local.GetNamespace()}, ns); err != nil {
-			return nil, "", fmt.Errorf("failed to read the namespace of an object to import: %w", err)
-		}
-		nsLabels = ns.Labels
-	}
-	if why := imports.Refusal(local, ir, nsLabels); why != "" {
-		return nil, why, nil
-	}
 	obj := imports.KcpObject(local, r.remoteGVK, ir, finalizer.For(im.agentName).Own)
-	if obj.GetNamespace() != "" {
-		if err := kcpClient.Get(ctx, types.NamespacedName{Name: obj.GetNamespace()}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
-			return nil, fmt.Sprintf("namespace %s does not exist in workspace %s", obj.GetNamespace(), req.ClusterName), nil
-		}
+	p := syncer.ImportPrimary(ws, obj)
+	if why, err := r.importRefusal(ctx, ws, local, ir, obj, p); why != "" || err != nil {
+		return nil, why, err
 	}
-	matches, err := r.matches(ctx, kcpClient, obj)
-	if err != nil {
+	if err := s.ClaimForImport(ctx, local, p); err != nil {
 		return nil, "", err
 	}
-	if !matches {
-		return nil, "the PublishedResource's filter would not select the kcp object", nil
-	}
-	err = kcpClient.Create(ctx, obj)
+	err = ws.Client.Create(ctx, obj)
 	switch {
+	case err == nil:
+		return obj, "", nil
 	case apierrors.IsAlreadyExists(err):
-		// Created since the pass read it: the next pass decides.
-		return nil, "", err
+		why = fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req))
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err):
-		return nil, fmt.Sprintf("kcp refused the object (%s): %s", apierrors.ReasonForError(err), apiMessage(err)), nil
-	case err != nil:
+		why = fmt.Sprintf("kcp refused the object (%s): %s", apierrors.ReasonForError(err), apiMessage(err))
+	default:
+		// Tried again; the claim stays for that.
 		return nil, "", fmt.Errorf("failed to create the imported kcp object: %w", err)
 	}
-	return obj, "", nil
+	return nil, why, s.UnclaimForImport(ctx, local, p)
+}
+
+// importRefusal returns why local may not be imported as obj (the primary
+// p) by the request ir; empty if it may.
+func (r *reconciler) importRefusal(ctx context.Context, ws syncer.Workspace, local *unstructured.Unstructured, ir imports.Request, obj *unstructured.Unstructured, p state.Primary) (string, error) {
+	im := r.imports
+	var nsLabels map[string]string
+	if ns := local.GetNamespace(); ns != "" {
+		namespace := &corev1.Namespace{}
+		if err := im.live.Get(ctx, types.NamespacedName{Name: ns}, namespace); err != nil {
+			return "", fmt.Errorf("failed to read the namespace of an object to import: %w", err)
+		}
+		nsLabels = namespace.Labels
+	}
+	if why := imports.Refusal(local, ir, nsLabels, p.Labels(im.agentName)); why != "" {
+		return why, nil
+	}
+	others, err := imports.OthersInNamespace(ctx, im.live, im.localGVK, local.GetNamespace(), ir.Cluster)
+	if err != nil {
+		return "", err
+	}
+	if others {
+		return "its namespace holds copies of another workspace's objects", nil
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		if err := ws.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			return fmt.Sprintf("namespace %s does not exist in workspace %s", ns, ir.Cluster), nil
+		}
+	}
+	matches, err := r.matches(ctx, ws.Client, obj)
+	if err != nil {
+		return "", err
+	}
+	if !matches {
+		return "the PublishedResource's filter would not select the kcp object", nil
+	}
+	return "", nil
 }
 
 // apiMessage is the message of an API error.

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,4 +120,20 @@ func TestImporter_pending(t *testing.T) {
 	if got := drain(events); len(got) != 2 {
 		t.Errorf("Events %v, want an ImportRefused on each of the two objects", got)
 	}
+}
+
+// TestImporter_notEngaged: a request for a workspace the agent does not
+// serve (yet) is said on the object once, however often its pass comes.
+func TestImporter_notEngaged(t *testing.T) {
+	im, events := newTestImporter(t, asking("prod", "a", "ws9", nil))
+	for range 3 {
+		im.notEngaged(context.Background(), request("ws9", "prod", "a"))
+	}
+	im.notEngaged(context.Background(), request("ws9", "prod", "other"))
+	got := drain(events)
+	if len(got) != 1 || !strings.Contains(got[0], ReasonImportWaiting) {
+		t.Errorf("Events %v, want one ImportWaiting", got)
+	}
+	var none *importer
+	none.notEngaged(context.Background(), request("ws9", "prod", "a")) // imports off
 }

@@ -326,8 +326,10 @@ func Add(mgr manager.Manager, opts Options) error {
 		if err != nil {
 			return err
 		}
+		// A read of a type without an informer fails: only the sync
+		// controllers' watches start (and count) the informers.
 		importCache, err = cache.New(mgr.GetConfig(), cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-			DefaultLabelSelector: labels.NewSelector().Add(*asks), DefaultTransform: compact.Transform})
+			DefaultLabelSelector: labels.NewSelector().Add(*asks), DefaultTransform: compact.Transform, ReaderFailOnMissingInformer: true})
 		if err != nil {
 			return fmt.Errorf("failed to create the cache of import requests: %w", err)
 		}

@@ -2,18 +2,25 @@
 // into a consumer workspace (the label syncagent.kcp.io/import-into on an
 // object of a PublishedResource's local type): which kcp object a request
 // asks for, whether the object may be imported, and the kcp object created
-// from it. It reads and writes nothing; the sync controller does, and it
-// must never import an object that is, or was, another workspace's.
+// from it. It writes nothing (the sync controller does), reads the service
+// cluster only to tell whether a namespace holds another workspace's
+// copies, and must never let an object that is, or was, another
+// workspace's be imported.
 package imports
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -72,15 +79,19 @@ func (r Request) String() string {
 
 // Refusal returns why local may not be imported by the request req (empty
 // if it may): namespaceLabels are the labels of local's namespace (nil for
-// a cluster-scoped object). An object that is the copy of a kcp object (or
-// a state Secret), that a kcp object's deletion left behind, or that lives
-// in a namespace an agent created for another workspace holds another
-// workspace's data and is never imported.
-func Refusal(local *unstructured.Unstructured, req Request, namespaceLabels map[string]string) string {
+// a cluster-scoped object); claim are the sync labels the import gives it,
+// which it may carry already (an import that stopped after its first
+// step). An object that is the copy of a kcp object (or a state Secret),
+// that a kcp object's deletion left behind, or that lives in a namespace
+// an agent created for another workspace holds another workspace's data
+// and is never imported.
+func Refusal(local *unstructured.Unstructured, req Request, namespaceLabels, claim map[string]string) string {
 	l := local.GetLabels()
-	for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.AgentName, keys.ObjectState} {
-		if _, ok := l[k]; ok {
-			return fmt.Sprintf("it is the copy of a kcp object (label %s); only objects that no agent synchronizes can be imported", k)
+	if !claimed(l, claim) {
+		for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash, keys.AgentName, keys.ObjectState} {
+			if _, ok := l[k]; ok {
+				return fmt.Sprintf("it is the copy of a kcp object (label %s); only objects that no agent synchronizes can be imported", k)
+			}
 		}
 	}
 	if from, ok := local.GetAnnotations()[keys.OrphanedFrom]; ok {
@@ -90,6 +101,44 @@ func Refusal(local *unstructured.Unstructured, req Request, namespaceLabels map[
 		return fmt.Sprintf("its namespace was created for the objects of another workspace (label %s)", keys.CreatedForCluster)
 	}
 	return ""
+}
+
+// claimed reports whether labels are exactly those of claim where it comes
+// to the sync labels.
+func claimed(labels, claim map[string]string) bool {
+	for _, k := range []string{keys.RemoteObjectCluster, keys.RemoteObjectNameHash, keys.RemoteObjectNamespaceHash, keys.AgentName} {
+		if labels[k] != claim[k] {
+			return false
+		}
+	}
+	_, state := labels[keys.ObjectState]
+	return len(claim) > 0 && !state
+}
+
+// OthersInNamespace reports whether the namespace holds copies (of type
+// gvk, this agent's or another's) of objects of another workspace than
+// cluster: a namespace the reference or someone else created for a
+// workspace carries no label that says so. reader reads the API server.
+func OthersInNamespace(ctx context.Context, reader ctrlruntimeclient.Reader, gvk schema.GroupVersionKind, namespace, cluster string) (bool, error) {
+	if namespace == "" {
+		return false, nil
+	}
+	other, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.NotIn, []string{cluster})
+	if err != nil {
+		return false, err
+	}
+	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.Exists, nil)
+	if err != nil {
+		return false, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := reader.List(ctx, list, ctrlruntimeclient.InNamespace(namespace), &ctrlruntimeclient.ListOptions{
+		LabelSelector: labels.NewSelector().Add(*synced, *other), Limit: 1,
+	}); err != nil {
+		return false, fmt.Errorf("failed to list the copies in namespace %s: %w", namespace, err)
+	}
+	return len(list.Items) > 0, nil
 }
 
 // KcpObject returns the kcp object that the import req of local creates:

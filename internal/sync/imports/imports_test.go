@@ -1,16 +1,20 @@
 package imports
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 )
 
 func serviceObject(namespace string, labels, annotations map[string]string) *unstructured.Unstructured {
@@ -77,14 +81,20 @@ func TestRefusal(t *testing.T) {
 	req := Request{Cluster: "ws1", Key: types.NamespacedName{Namespace: "prod", Name: "legacy"}}
 	into := map[string]string{keys.ImportInto: "ws1"}
 	withLabel := func(k, v string) map[string]string { return map[string]string{keys.ImportInto: "ws1", k: v} }
+	claim := objmeta.Remote{Cluster: "ws1", Namespace: "prod", Name: "legacy"}.Labels("agent")
+	claim[keys.ImportInto] = "ws1"
+	otherClaim := objmeta.Remote{Cluster: "ws1", Namespace: "prod", Name: "other"}.Labels("agent")
 	for _, tc := range []struct {
 		name     string
 		local    *unstructured.Unstructured
 		nsLabels map[string]string
+		claim    map[string]string
 		want     string
 	}{
 		{name: "the service owner's own object", local: serviceObject("prod", into, nil)},
 		{name: "in a namespace the agent created for the same workspace", local: serviceObject("ws1-ns", into, nil), nsLabels: map[string]string{keys.CreatedForCluster: "ws1"}},
+		{name: "claimed by this import already (it stopped after its first step)", local: serviceObject("prod", claim, nil), claim: claim},
+		{name: "claimed for another kcp object", local: serviceObject("prod", claim, nil), claim: otherClaim, want: "is the copy of a kcp object"},
 		{name: "a copy of another workspace's object", local: serviceObject("prod", withLabel(keys.RemoteObjectCluster, "ws2"), nil), want: "is the copy of a kcp object"},
 		{name: "a copy of an older agent (name hash only)", local: serviceObject("prod", withLabel(keys.RemoteObjectNameHash, "abc"), nil), want: "is the copy of a kcp object"},
 		{name: "another agent's object", local: serviceObject("prod", withLabel(keys.AgentName, "other"), nil), want: "is the copy of a kcp object"},
@@ -93,7 +103,7 @@ func TestRefusal(t *testing.T) {
 		{name: "in a namespace created for another workspace", local: serviceObject("ws2-ns", into, nil), nsLabels: map[string]string{keys.CreatedForCluster: "ws2"}, want: "another workspace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Refusal(tc.local, req, tc.nsLabels)
+			got := Refusal(tc.local, req, tc.nsLabels, tc.claim)
 			if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
 				t.Errorf("refusal %q, want one saying %q", got, tc.want)
 			}
@@ -130,5 +140,36 @@ func TestKcpObject(t *testing.T) {
 	other.SetUID("uid-2")
 	if CreatedBy(got, other) {
 		t.Error("the kcp object is taken for the import of another object")
+	}
+}
+
+func TestOthersInNamespace(t *testing.T) {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
+	copyOf := func(namespace, name, cluster string) *unstructured.Unstructured {
+		u := serviceObject(namespace, objmeta.Remote{Cluster: cluster, Name: name}.Labels("agent"), nil)
+		u.SetName(name)
+		return u
+	}
+	s := runtime.NewScheme()
+	s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
+	s.AddKnownTypeWithName(gvk.GroupVersion().WithKind("ThingList"), &unstructured.UnstructuredList{})
+	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(
+		copyOf("ws1-ns", "a", "ws1"), copyOf("shared", "b", "ws1"), copyOf("shared", "c", "ws2"),
+		serviceObject("prod", nil, nil),
+	).Build()
+	for _, tc := range []struct {
+		namespace, cluster string
+		want               bool
+	}{
+		{"ws1-ns", "ws1", false},
+		{"ws1-ns", "ws2", true},
+		{"shared", "ws1", true},
+		{"prod", "ws1", false},
+		{"", "ws1", false},
+	} {
+		got, err := OthersInNamespace(context.Background(), reader, gvk, tc.namespace, tc.cluster)
+		if err != nil || got != tc.want {
+			t.Errorf("namespace %q, import into %s: another workspace's copies = %v (%v), want %v", tc.namespace, tc.cluster, got, err, tc.want)
+		}
 	}
 }

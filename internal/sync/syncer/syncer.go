@@ -480,7 +480,9 @@ func (s *Syncer) adopt(ctx context.Context, obj *unstructured.Unstructured, p st
 		return res, err
 	}
 	res.Writes++
-	patch := ctrlruntimeclient.MergeFrom(existing.DeepCopy())
+	// Another kcp object whose copy would get the same name may adopt it
+	// at the same moment: only one of the two label patches succeeds.
+	patch := ctrlruntimeclient.MergeFromWithOptions(existing.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	s.addSyncMetadata(existing, p)
 	if err := s.Service.Patch(ctx, existing, patch); err != nil {
 		return res, fmt.Errorf("failed to adopt the local object: %w", err)
