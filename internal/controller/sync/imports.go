@@ -332,12 +332,12 @@ func (r *reconciler) importRefusal(ctx context.Context, ws syncer.Workspace, loc
 	if why := imports.Refusal(local, ir, nsLabels, p.Labels(im.agentName)); why != "" {
 		return why, nil
 	}
-	others, err := imports.OthersInNamespace(ctx, im.live, im.localGVK, local.GetNamespace(), ir.Cluster)
+	other, err := imports.NamespaceOfOther(ctx, im.live, im.localGVK, local.GetNamespace(), ir.Cluster)
 	if err != nil {
 		return "", err
 	}
-	if others {
-		return "its namespace holds copies of another workspace's objects", nil
+	if other != "" {
+		return fmt.Sprintf("its namespace is named after workspace %s and holds copies of its objects", other), nil
 	}
 	if ns := obj.GetNamespace(); ns != "" {
 		if err := ws.Client.Get(ctx, types.NamespacedName{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {

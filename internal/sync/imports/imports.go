@@ -115,30 +115,40 @@ func claimed(labels, claim map[string]string) bool {
 	return len(claim) > 0 && !state
 }
 
-// OthersInNamespace reports whether the namespace holds copies (of type
-// gvk, this agent's or another's) of objects of another workspace than
-// cluster: a namespace the reference or someone else created for a
-// workspace carries no label that says so. reader reads the API server.
-func OthersInNamespace(ctx context.Context, reader ctrlruntimeclient.Reader, gvk schema.GroupVersionKind, namespace, cluster string) (bool, error) {
+// namespaceListLimit bounds the copies listed to tell whose a namespace is.
+const namespaceListLimit = 100
+
+// NamespaceOfOther returns the workspace other than cluster that the
+// namespace is named after and holds copies (of type gvk) of, empty if
+// none: the namespaces the reference creates for a workspace carry its
+// logical cluster name and no label that says so. A namespace shared by
+// several workspaces' copies is no workspace's. reader reads the API
+// server.
+func NamespaceOfOther(ctx context.Context, reader ctrlruntimeclient.Reader, gvk schema.GroupVersionKind, namespace, cluster string) (string, error) {
 	if namespace == "" {
-		return false, nil
+		return "", nil
 	}
 	other, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.NotIn, []string{cluster})
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	synced, err := labels.NewRequirement(keys.RemoteObjectCluster, selection.Exists, nil)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := reader.List(ctx, list, ctrlruntimeclient.InNamespace(namespace), &ctrlruntimeclient.ListOptions{
-		LabelSelector: labels.NewSelector().Add(*synced, *other), Limit: 1,
+		LabelSelector: labels.NewSelector().Add(*synced, *other), Limit: namespaceListLimit,
 	}); err != nil {
-		return false, fmt.Errorf("failed to list the copies in namespace %s: %w", namespace, err)
+		return "", fmt.Errorf("failed to list the copies in namespace %s: %w", namespace, err)
 	}
-	return len(list.Items) > 0, nil
+	for _, item := range list.Items {
+		if c := item.Labels[keys.RemoteObjectCluster]; c != "" && strings.Contains(namespace, c) {
+			return c, nil
+		}
+	}
+	return "", nil
 }
 
 // KcpObject returns the kcp object that the import req of local creates:

@@ -143,7 +143,7 @@ func TestKcpObject(t *testing.T) {
 	}
 }
 
-func TestOthersInNamespace(t *testing.T) {
+func TestNamespaceOfOther(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Thing"}
 	copyOf := func(namespace, name, cluster string) *unstructured.Unstructured {
 		u := serviceObject(namespace, objmeta.Remote{Cluster: cluster, Name: name}.Labels("agent"), nil)
@@ -154,22 +154,23 @@ func TestOthersInNamespace(t *testing.T) {
 	s.AddKnownTypeWithName(gvk, &unstructured.Unstructured{})
 	s.AddKnownTypeWithName(gvk.GroupVersion().WithKind("ThingList"), &unstructured.UnstructuredList{})
 	reader := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		copyOf("ws1-ns", "a", "ws1"), copyOf("shared", "b", "ws1"), copyOf("shared", "c", "ws2"),
+		copyOf("ws1", "a", "ws1"), copyOf("tenant-ws2", "b", "ws2"), copyOf("shared", "c", "ws1"), copyOf("shared", "d", "ws2"),
 		serviceObject("prod", nil, nil),
 	).Build()
 	for _, tc := range []struct {
 		namespace, cluster string
-		want               bool
+		want               string
 	}{
-		{"ws1-ns", "ws1", false},
-		{"ws1-ns", "ws2", true},
-		{"shared", "ws1", true},
-		{"prod", "ws1", false},
-		{"", "ws1", false},
+		{"ws1", "ws1", ""},
+		{"ws1", "ws3", "ws1"},
+		{"tenant-ws2", "ws1", "ws2"},
+		{"shared", "ws1", ""},
+		{"prod", "ws1", ""},
+		{"", "ws1", ""},
 	} {
-		got, err := OthersInNamespace(context.Background(), reader, gvk, tc.namespace, tc.cluster)
+		got, err := NamespaceOfOther(context.Background(), reader, gvk, tc.namespace, tc.cluster)
 		if err != nil || got != tc.want {
-			t.Errorf("namespace %q, import into %s: another workspace's copies = %v (%v), want %v", tc.namespace, tc.cluster, got, err, tc.want)
+			t.Errorf("namespace %q, import into %s: the namespace of workspace %q (%v), want %q", tc.namespace, tc.cluster, got, err, tc.want)
 		}
 	}
 }
