@@ -165,6 +165,14 @@ func TestImportPass(t *testing.T) {
 		}
 		return u
 	}
+	// copyIn is a copy of another workspace's object in a namespace.
+	copyIn := func(namespace, cluster, agent string) ctrlruntimeclient.Object {
+		u := typed(importGVK)
+		u.SetNamespace(namespace)
+		u.SetName("theirs")
+		u.SetLabels(objmeta.Remote{Cluster: cluster, Name: "theirs"}.Labels(agent))
+		return u
+	}
 	invalid := interceptor.Funcs{Create: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.Object, ...ctrlruntimeclient.CreateOption) error {
 		return apierrors.NewInvalid(importRemoteGVK.GroupKind(), "imported", nil)
 	}}
@@ -183,20 +191,8 @@ func TestImportPass(t *testing.T) {
 		{name: "stopped after the claim: the next pass creates and adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
 		{name: "stopped after the creation: the next pass adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("uid-legacy-a", false)}, want: "imported", wantReason: ReasonObjectImported},
 		{name: "namespace created for another workspace", service: []ctrlruntimeclient.Object{ns("legacy", map[string]string{keys.CreatedForCluster: "ws2"}), source(nil)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "untouched", wantReason: "created for the objects of another workspace"},
-		{name: "namespace named after another workspace whose copies it holds", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), func() ctrlruntimeclient.Object {
-			u := typed(importGVK)
-			u.SetNamespace("legacy")
-			u.SetName("theirs")
-			u.SetLabels(objmeta.Remote{Cluster: "legacy", Name: "theirs"}.Labels("reference"))
-			return u
-		}()}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "untouched", wantReason: "named after workspace legacy"},
-		{name: "namespace shared with another workspace's copies", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), func() ctrlruntimeclient.Object {
-			u := typed(importGVK)
-			u.SetNamespace("legacy")
-			u.SetName("theirs")
-			u.SetLabels(objmeta.Remote{Cluster: "ws2", Name: "theirs"}.Labels("agent"))
-			return u
-		}()}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
+		{name: "namespace named after another workspace whose copies it holds", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), copyIn("legacy", "legacy", "reference")}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "untouched", wantReason: "named after workspace legacy"},
+		{name: "namespace shared with another workspace's copies", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), copyIn("legacy", "ws2", "agent")}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
 		{name: "kcp namespace missing", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil)}, want: "untouched", wantReason: "does not exist in workspace"},
 		{name: "kcp refuses the object: the claim is undone", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, kcpFuncs: &invalid, want: "untouched", wantReason: "kcp refused the object"},
 		{name: "the name is taken: a claim left by a stopped import is undone", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("someone-else", false)}, want: "untouched", wantReason: "exists already"},
