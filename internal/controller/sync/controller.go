@@ -378,32 +378,7 @@ func New(opts Options) (*Controller, error) {
 	}
 
 	if opts.ImportCache != nil && !opts.DeletionOnly {
-		r.imports = &importer{
-			cache: opts.ImportCache, localGVK: opts.LocalGVK, kcpNamespaced: opts.RemoteNamespaced,
-			prName: pr.Name, agentName: opts.AgentName, service: opts.Service, live: opts.ServiceReader,
-			events: opts.Events, log: log, told: once.NewPerValue(),
-		}
-		imp := newLocalSource(opts.ImportCache, typed(opts.LocalGVK), r.imports.keys)
-		c.local = append(c.local, imp)
-		localSources = append(localSources, imp)
-		// A request for a workspace that was not engaged is looked at
-		// again once it is. Before the controller runs, the first list
-		// of the import requests brings them; after it, a goroutine reads
-		// them (the hub's Engage never waits).
-		c.hub.engaged = func(name string) {
-			select {
-			case <-c.synced:
-			default:
-				return
-			}
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), importListTimeout)
-				defer cancel()
-				for _, req := range r.imports.forWorkspace(ctx, name) {
-					c.hub.enqueue(req)
-				}
-			}()
-		}
+		localSources = append(localSources, c.setUpImports(opts, r, log))
 	}
 	c.r = r
 	c.hub.disengaged = r.forgetWorkspace

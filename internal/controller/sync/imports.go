@@ -79,6 +79,37 @@ type importer struct {
 	told *once.PerValue
 }
 
+// setUpImports gives the controller its importer: a watch of the import
+// requests of the local type (returned, to be added to the controller) and
+// the hub's hook for workspaces engaged later. Before the controller runs,
+// the watch's first list brings the requests; after it, a request for a
+// workspace that was not engaged is read again in a goroutine once it is
+// (the hub's Engage never waits).
+func (c *Controller) setUpImports(opts Options, r *reconciler, log logr.Logger) *localSource {
+	r.imports = &importer{
+		cache: opts.ImportCache, localGVK: opts.LocalGVK, kcpNamespaced: opts.RemoteNamespaced,
+		prName: opts.PublishedResource.Name, agentName: opts.AgentName, service: opts.Service, live: opts.ServiceReader,
+		events: opts.Events, log: log, told: once.NewPerValue(),
+	}
+	source := newLocalSource(opts.ImportCache, typed(opts.LocalGVK), r.imports.keys)
+	c.local = append(c.local, source)
+	c.hub.engaged = func(name string) {
+		select {
+		case <-c.synced:
+		default:
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), importListTimeout)
+			defer cancel()
+			for _, req := range r.imports.forWorkspace(ctx, name) {
+				c.hub.enqueue(req)
+			}
+		}()
+	}
+	return source
+}
+
 // requestOf returns the import request of obj; ok is false if it asks
 // for none.
 func (im *importer) requestOf(obj *unstructured.Unstructured) (imports.Request, bool, error) {
