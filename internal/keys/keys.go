@@ -97,6 +97,10 @@ const (
 	ImportInto      = "syncagent.kcp.io/import-into"
 	ImportName      = "syncagent.kcp.io/import-name"
 	ImportNamespace = "syncagent.kcp.io/import-namespace"
+	// Importing (ours), on a service-cluster object, says that an import
+	// claimed it for the kcp object it names ("<cluster>/<namespace>/<name>")
+	// and is not finished: the object is not a copy to delete.
+	Importing = "syncagent.kcp.io/importing"
 	// ImportedFrom (ours), on a kcp object the agent created by an import,
 	// is the UID of the service-cluster object it was imported from.
 	ImportedFrom = "syncagent.kcp.io/imported-from"

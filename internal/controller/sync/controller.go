@@ -698,8 +698,12 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		if err == nil {
 			existing = obj
 		}
-		if res, handled, err := r.importPass(ctx, engaged, kcpClient, req, existing, p); handled || err != nil {
-			return res, err
+		created, res, handled, importErr := r.importPass(ctx, engaged, kcpClient, req, existing, p)
+		if handled || importErr != nil {
+			return res, importErr
+		}
+		if created != nil {
+			obj, err = created, nil
 		}
 	}
 	if err != nil {
@@ -755,6 +759,9 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	}
 	res, err := process(ctx, ws, obj)
 	r.record(p)
+	if res.Imported != nil {
+		r.imported(ctx, req, obj, res.Imported, recorder)
+	}
 	r.wroteOver(req, p.ops.overwritten(), time.Now())
 	if lifecycle.Quiet(run, err) {
 		return reconcile.Result{}, err

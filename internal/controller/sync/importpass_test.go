@@ -57,7 +57,12 @@ func newImportHarness(t *testing.T, service []ctrlruntimeclient.Object, kcp []ct
 	}
 	h := &importHarness{events: record.NewFakeRecorder(50), kcpEvs: record.NewFakeRecorder(50)}
 	h.service = fake.NewClientBuilder().WithScheme(s).WithObjects(service...).
-		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
+		WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).
+		WithIndex(&corev1.Secret{}, state.RelatedObjectIndex, state.RelatedObjectIndexValues).Build()
+	// The caches lag: the import requests as they were at the start, no
+	// copies at all.
+	requests := fake.NewClientBuilder().WithScheme(s).WithObjects(deepCopies(service)...).Build()
+	copies := fake.NewClientBuilder().WithScheme(s).WithIndex(typed(importGVK), objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
 	kb := fake.NewClientBuilder().WithScheme(s).WithObjects(kcp...)
 	if kcpFuncs != nil {
 		kb = kb.WithInterceptorFuncs(*kcpFuncs)
@@ -73,28 +78,65 @@ func newImportHarness(t *testing.T, service []ctrlruntimeclient.Object, kcp []ct
 		kcpEvents: func(string) record.EventRecorder { return h.kcpEvs },
 		syncer: &syncer.Syncer{
 			AgentName: "agent", LocalGVK: importGVK, LocalNamespaced: true, StatusSubresource: true, Namer: namer,
-			Service: h.service, State: &state.Store{Client: h.service, Namespace: "agent-ns", AgentName: "agent"},
+			Service: h.service, Copies: copies, State: &state.Store{Client: h.service, Namespace: "agent-ns", AgentName: "agent"},
+			Event: func(ctrlruntimeclient.Object, string, string, string) {},
 		},
-		imports: &importer{cache: h.service, localGVK: importGVK, kcpNamespaced: true, prName: "things", agentName: "agent",
+		prRecorder: h.events,
+		imports: &importer{cache: requests, localGVK: importGVK, kcpNamespaced: true, prName: "things", agentName: "agent",
 			service: h.service, live: h.service, events: h.events, told: once.NewPerValue()},
 	}
 	return h
 }
 
-// pass runs one import pass for the kcp object default/imported of ws1.
-func (h *importHarness) pass(t *testing.T) (handled bool, err error) {
+func deepCopies(objs []ctrlruntimeclient.Object) []ctrlruntimeclient.Object {
+	out := make([]ctrlruntimeclient.Object, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.DeepCopyObject().(ctrlruntimeclient.Object))
+	}
+	return out
+}
+
+// pass runs what a reconcile of the kcp object default/imported of ws1
+// runs: the import pass, then the sync of the kcp object (the one it
+// created, or the one there is), as long as it asks for a requeue.
+func (h *importHarness) pass(t *testing.T) (imported bool, err error) {
 	t.Helper()
+	ctx := context.Background()
 	req := request("ws1", "default", "imported")
 	var obj *unstructured.Unstructured
 	cur := typed(importRemoteGVK)
-	switch err := h.kcp.Get(context.Background(), req.NamespacedName, cur); {
+	switch err := h.kcp.Get(ctx, req.NamespacedName, cur); {
 	case err == nil:
 		obj = cur
 	case !apierrors.IsNotFound(err):
 		t.Fatal(err)
 	}
-	_, handled, err = h.r.importPass(context.Background(), Workspace{Name: "ws1", Cluster: kcpWorkspace{client: h.kcp}}, h.kcp, req, obj, &pass{})
-	return handled, err
+	created, _, handled, err := h.r.importPass(ctx, Workspace{Name: "ws1", Cluster: kcpWorkspace{client: h.kcp}}, h.kcp, req, obj, &pass{})
+	if err != nil || handled {
+		return false, err
+	}
+	if created != nil {
+		obj = created
+	}
+	ws := syncer.Workspace{Client: h.kcp, Live: h.kcp, Cluster: "ws1"}
+	for range 5 {
+		if obj == nil {
+			return imported, nil
+		}
+		res, err := h.r.syncer.Process(ctx, ws, obj)
+		if err != nil {
+			return imported, err
+		}
+		if res.Imported != nil {
+			imported = true
+			h.r.imported(ctx, req, obj, res.Imported, h.kcpEvs)
+		}
+		if !res.Requeue {
+			return imported, nil
+		}
+		obj = h.kcpObject(t)
+	}
+	return imported, nil
 }
 
 func (h *importHarness) local(t *testing.T) *unstructured.Unstructured {
@@ -152,6 +194,13 @@ func TestImportPass(t *testing.T) {
 		return u
 	}
 	claim := objmeta.Remote{Cluster: "ws1", Namespace: "default", Name: "imported"}.Labels("agent")
+	claimed := func(labels map[string]string) *unstructured.Unstructured {
+		u := source(labels)
+		a := u.GetAnnotations()
+		a[keys.Importing] = "ws1/default/imported"
+		u.SetAnnotations(a)
+		return u
+	}
 	kcpObj := func(uid string, deleting bool) *unstructured.Unstructured {
 		u := typed(importRemoteGVK)
 		u.SetNamespace("default")
@@ -173,6 +222,16 @@ func TestImportPass(t *testing.T) {
 		u.SetLabels(objmeta.Remote{Cluster: cluster, Name: "theirs"}.Labels(agent))
 		return u
 	}
+	// The first creation succeeds, its answer is lost; the object then
+	// exists when the import pass creates it again.
+	lostOnce := true
+	lostAnswer := interceptor.Funcs{Create: func(ctx context.Context, c ctrlruntimeclient.WithWatch, obj ctrlruntimeclient.Object, opts ...ctrlruntimeclient.CreateOption) error {
+		if err := c.Create(ctx, obj, opts...); err != nil || !lostOnce {
+			return err
+		}
+		lostOnce = false
+		return apierrors.NewAlreadyExists(schema.GroupResource{Group: importRemoteGVK.Group, Resource: "things"}, obj.GetName())
+	}}
 	invalid := interceptor.Funcs{Create: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.Object, ...ctrlruntimeclient.CreateOption) error {
 		return apierrors.NewInvalid(importRemoteGVK.GroupKind(), "imported", nil)
 	}}
@@ -188,20 +247,25 @@ func TestImportPass(t *testing.T) {
 		wantReason string
 	}{
 		{name: "imported", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
-		{name: "stopped after the claim: the next pass creates and adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
-		{name: "stopped after the creation: the next pass adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("uid-legacy-a", false)}, want: "imported", wantReason: ReasonObjectImported},
+		{name: "stopped after the claim: the next pass creates and adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), claimed(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
+		{name: "stopped after the creation: the next pass adopts", service: []ctrlruntimeclient.Object{ns("legacy", nil), claimed(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("uid-legacy-a", false)}, want: "imported", wantReason: ReasonObjectImported},
 		{name: "namespace created for another workspace", service: []ctrlruntimeclient.Object{ns("legacy", map[string]string{keys.CreatedForCluster: "ws2"}), source(nil)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "untouched", wantReason: "created for the objects of another workspace"},
 		{name: "namespace named after another workspace whose copies it holds", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), copyIn("legacy", "legacy", "reference")}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "untouched", wantReason: "named after workspace legacy"},
 		{name: "namespace shared with another workspace's copies", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil), copyIn("legacy", "ws2", "agent")}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, want: "imported", wantReason: ReasonObjectImported},
 		{name: "kcp namespace missing", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil)}, want: "untouched", wantReason: "does not exist in workspace"},
 		{name: "kcp refuses the object: the claim is undone", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(nil)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, kcpFuncs: &invalid, want: "untouched", wantReason: "kcp refused the object"},
-		{name: "the name is taken: a claim left by a stopped import is undone", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("someone-else", false)}, want: "untouched", wantReason: "exists already"},
-		{name: "the kcp object was deleted before the import was done", service: []ctrlruntimeclient.Object{ns("legacy", nil), source(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("uid-legacy-a", true)}, want: "released", wantReason: "was deleted before the import was done"},
+		{name: "the name is taken: a claim left by a stopped import is undone", service: []ctrlruntimeclient.Object{ns("legacy", nil), claimed(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("someone-else", false)}, want: "untouched", wantReason: "exists already"},
+		{name: "the kcp object was deleted before the import was done", service: []ctrlruntimeclient.Object{ns("legacy", nil), claimed(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil), kcpObj("uid-legacy-a", true)}, want: "released", wantReason: "is being deleted"},
+		{name: "the answer to the creation was lost: the retry goes on with the import's own kcp object", service: []ctrlruntimeclient.Object{ns("legacy", nil), claimed(claim)}, kcp: []ctrlruntimeclient.Object{ns("default", nil)}, kcpFuncs: &lostAnswer, want: "imported", wantReason: ReasonObjectImported},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newImportHarness(t, tc.service, tc.kcp, tc.kcpFuncs)
-			if _, err := h.pass(t); err != nil {
+			imported, err := h.pass(t)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if imported != (tc.want == "imported") {
+				t.Errorf("the passes said imported: %v, want %v", imported, tc.want == "imported")
 			}
 			local := h.local(t)
 			_, asks := local.GetLabels()[keys.ImportInto]
@@ -215,13 +279,21 @@ func TestImportPass(t *testing.T) {
 				if spec, _, _ := unstructured.NestedString(k.Object, "spec", "color"); spec != "red" || !finalizer.For("agent").Holds(k) {
 					t.Errorf("kcp object %v, want the object's spec and the agent's finalizer", k.Object)
 				}
+				if _, claim := local.GetAnnotations()[keys.Importing]; claim {
+					t.Error("the claim stayed after the import")
+				}
 				// Again: nothing more happens.
-				if handled, err := h.pass(t); err != nil || handled {
-					t.Errorf("a pass after the import handled it again (%v, %v)", handled, err)
+				if imported, err := h.pass(t); err != nil || imported {
+					t.Errorf("a pass after the import imported again (%v, %v)", imported, err)
 				}
 			case "untouched", "released":
-				if claimed || h.hasState(t) {
+				// Where a kcp object of the name exists, it syncs as usual
+				// (with a copy and state of its own).
+				if claimed || len(tc.kcp) < 2 && h.hasState(t) {
 					t.Errorf("claimed %v, state %v: a refused import left the object as the copy of the kcp object", claimed, h.hasState(t))
+				}
+				if spec, _, _ := unstructured.NestedString(local.Object, "spec", "color"); spec != "red" {
+					t.Errorf("the service object's spec.color is %q, want it as it was", spec)
 				}
 				if asks != (tc.want == "untouched") {
 					t.Errorf("request label kept %v, want %v", asks, tc.want == "untouched")

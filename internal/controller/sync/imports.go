@@ -212,104 +212,81 @@ func (im *importer) notEngaged(ctx context.Context, req mcreconcile.Request) {
 		fmt.Sprintf("The import waits: workspace %s does not bind the export, or the agent has not connected to it yet.", req.ClusterName))
 }
 
-// done removes the request from local and reports whether it was there
-// (read from the API server: a cache behind the removal would count an
-// import twice).
-func (im *importer) done(ctx context.Context, local *unstructured.Unstructured) (bool, error) {
+// done removes the request from local (read from the API server).
+func (im *importer) done(ctx context.Context, local *unstructured.Unstructured) error {
 	cur := typed(im.localGVK)
 	if err := im.live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(local), cur); err != nil {
-		return false, ctrlruntimeclient.IgnoreNotFound(err)
+		return ctrlruntimeclient.IgnoreNotFound(err)
 	}
 	if _, asks := cur.GetLabels()[keys.ImportInto]; !asks || cur.GetUID() != local.GetUID() {
-		return false, nil
+		return nil
 	}
 	if err := im.service.Patch(ctx, cur, ctrlruntimeclient.RawPatch(types.MergePatchType, imports.Done())); err != nil {
-		return false, fmt.Errorf("failed to remove the import request: %w", ctrlruntimeclient.IgnoreNotFound(err))
+		return fmt.Errorf("failed to remove the import request: %w", ctrlruntimeclient.IgnoreNotFound(err))
 	}
-	return true, nil
+	return nil
 }
 
 // importPass handles an import request for the kcp object of req (obj,
-// from the cache; nil if it does not exist) in its workspace; handled is
-// false if there is none to handle now, and the pass goes on as usual.
-func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, obj *unstructured.Unstructured, p *pass) (reconcile.Result, bool, error) {
+// from the cache; nil if it does not exist) in its workspace: it refuses
+// it, or claims the object and creates the kcp object (returned: the pass
+// goes on with it, and the sync finishes the import, see
+// syncer.finishImport). handled means the pass ends here.
+func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, obj *unstructured.Unstructured, p *pass) (created *unstructured.Unstructured, res reconcile.Result, handled bool, err error) {
 	im := r.imports
 	local, err := im.pending(ctx, req)
 	if err != nil || local == nil {
-		return reconcile.Result{}, false, err
+		return nil, reconcile.Result{}, false, err
+	}
+	if obj != nil {
+		// The cache may lag behind a deletion or a creation.
+		if err := engaged.Cluster.GetClient().Get(ctx, req.NamespacedName, obj); err != nil {
+			return nil, reconcile.Result{}, true, err
+		}
+		switch {
+		case !imports.CreatedBy(obj, local):
+			// The sync drops a claim an earlier pass may have left.
+			im.refuse(local, fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req)))
+		case obj.GetDeletionTimestamp() != nil:
+			// The sync drops the claim unless the import was finished.
+			im.refuse(local, fmt.Sprintf("%s %s, created by its import, is being deleted", r.remoteGVK.Kind, importTarget(req)))
+			return nil, reconcile.Result{}, false, im.done(ctx, local)
+		}
+		return nil, reconcile.Result{}, false, nil
 	}
 	ws := syncer.Workspace{Client: kcpClient, Live: engaged.Cluster.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
-			return reconcile.Result{}, true, err
+			return nil, reconcile.Result{}, true, err
 		}
 	}
-	recorder := r.kcpRecorder(req.ClusterName, engaged.Cluster)
 	s := *r.syncer
-	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
-		recorder.Event(o, eventType, reason, message)
-	}
 	r.count(&s, &ws, req, p)
 	defer r.record(p)
+	created, why, err := r.createImported(ctx, &s, ws, req, local)
+	if why != "" {
+		im.refuse(local, why)
+	}
+	return created, reconcile.Result{}, false, err
+}
 
-	if obj != nil {
-		// The cache may lag behind a deletion.
-		if err := ws.Live.Get(ctx, req.NamespacedName, obj); err != nil {
-			return reconcile.Result{}, true, err
-		}
-	}
-	switch {
-	case obj != nil && !imports.CreatedBy(obj, local):
-		// Someone else's: the object loses a claim an earlier pass left.
-		im.refuse(local, fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req)))
-		return reconcile.Result{}, false, s.UnclaimForImport(ctx, local, syncer.ImportPrimary(ws, obj))
-	case obj != nil && obj.GetDeletionTimestamp() != nil:
-		im.refuse(local, fmt.Sprintf("%s %s, created by its import, was deleted before the import was done", r.remoteGVK.Kind, importTarget(req)))
-		if err := s.UnclaimForImport(ctx, local, syncer.ImportPrimary(ws, obj)); err != nil {
-			return reconcile.Result{}, true, err
-		}
-		_, err := im.done(ctx, local)
-		return reconcile.Result{}, false, err
-	case obj == nil:
-		created, why, err := r.createImported(ctx, &s, ws, req, local)
-		if why != "" {
-			im.refuse(local, why)
-		}
-		if err != nil || created == nil {
-			return reconcile.Result{}, false, err
-		}
-		obj = created
-	}
-
-	res, err := s.AdoptImported(ctx, ws, obj, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()})
-	switch {
-	case errors.Is(err, syncer.ErrConflict):
-		im.refuse(local, "it became the copy of another object while it was imported")
-		_, err := im.done(ctx, local)
-		return reconcile.Result{}, true, err
-	case err != nil:
-		return reconcile.Result{}, true, err
-	case res.Waiting != "":
-		return reconcile.Result{RequeueAfter: waitRetryMin}, true, nil
-	}
-	removed, err := im.done(ctx, local)
-	if err != nil || !removed {
-		return reconcile.Result{RequeueAfter: requeueAfterWrite}, true, err
-	}
-	im.told.Forget(local)
-	Imports.WithLabelValues(im.prName, "imported").Inc()
+// imported says that the pass finished the import of local as obj.
+func (r *reconciler) imported(ctx context.Context, req mcreconcile.Request, obj, local *unstructured.Unstructured, recorder record.EventRecorder) {
+	Imports.WithLabelValues(r.pr.Name, "imported").Inc()
 	log.FromContext(ctx).Info("Imported a service-cluster object", "local", objmeta.QualifiedName(local.GetNamespace(), local.GetName()))
-	im.events.Event(local, corev1.EventTypeNormal, ReasonObjectImported, fmt.Sprintf("The object was imported as %s %s.", r.remoteGVK.Kind, importTarget(req)))
+	r.prRecorder.Event(local, corev1.EventTypeNormal, ReasonObjectImported, fmt.Sprintf("The object was imported as %s %s.", r.remoteGVK.Kind, importTarget(req)))
 	recorder.Event(obj, corev1.EventTypeNormal, ReasonObjectImported, "The object was imported from the service cluster.")
-	return reconcile.Result{RequeueAfter: requeueAfterWrite}, true, nil
+	if r.imports != nil {
+		r.imports.told.Forget(local)
+	}
 }
 
 // createImported checks the request req of cached (as the API server has
-// the object now) and imports it: the object is claimed (it gets the sync
-// labels of the kcp object, so that no pass makes a second copy), then the
-// kcp object is created. why says why the request is refused (nothing is
-// written, a claim is undone); nothing and no reason: the request changed
-// since the cache saw it (its own event comes).
+// the object now), claims the object (it gets the sync labels of the kcp
+// object, so that no pass makes a second copy) and creates the kcp object.
+// why says why the request is refused (nothing is written; a claim is
+// dropped); no object and no reason: the request changed since the cache
+// saw it (its own event comes), or a write failed (err).
 func (r *reconciler) createImported(ctx context.Context, s *syncer.Syncer, ws syncer.Workspace, req mcreconcile.Request, cached *unstructured.Unstructured) (created *unstructured.Unstructured, why string, err error) {
 	im := r.imports
 	local := typed(im.localGVK)
@@ -338,14 +315,24 @@ func (r *reconciler) createImported(ctx context.Context, s *syncer.Syncer, ws sy
 	case err == nil:
 		return obj, "", nil
 	case apierrors.IsAlreadyExists(err):
+		// Perhaps this import's own, whose answer was lost.
+		cur := typed(r.remoteGVK)
+		if err := ws.Live.Get(ctx, req.NamespacedName, cur); err != nil {
+			return nil, "", err
+		}
+		if imports.CreatedBy(cur, local) {
+			return cur, "", nil
+		}
 		why = fmt.Sprintf("%s %s exists already", r.remoteGVK.Kind, importTarget(req))
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err) || apierrors.IsNotFound(err):
 		why = fmt.Sprintf("kcp refused the object (%s): %s", apierrors.ReasonForError(err), apiMessage(err))
 	default:
-		// Tried again; the claim stays for that.
+		// Tried again: the claim stays for that (a claimed object is
+		// neither deleted nor taken over by another kcp object).
 		return nil, "", fmt.Errorf("failed to create the imported kcp object: %w", err)
 	}
-	return nil, why, s.UnclaimForImport(ctx, local, p)
+	_, err = s.DropClaim(ctx, ctrlruntimeclient.ObjectKeyFromObject(local), p)
+	return nil, why, err
 }
 
 // importRefusal returns why local may not be imported as obj (the primary

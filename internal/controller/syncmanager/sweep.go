@@ -357,6 +357,11 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 		if !confirmed[c.GetLabels()[keys.RemoteObjectCluster]] {
 			continue
 		}
+		if _, importing := c.GetAnnotations()[keys.Importing]; importing {
+			// Claimed by an import that did not finish: the service
+			// owner's object, not a copy.
+			continue
+		}
 		if err := s.client.Delete(ctx, c); ctrlruntimeclient.IgnoreNotFound(err) != nil {
 			s.log.Error(err, "Failed to delete the local copy of a gone workspace", "kind", c.Kind, "namespace", c.GetNamespace(), "name", c.GetName())
 			continue

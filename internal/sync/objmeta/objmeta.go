@@ -189,7 +189,7 @@ func copyableAnnotation(k string) bool {
 	case "kcp.io/cluster", "kubectl.kubernetes.io/last-applied-configuration",
 		keys.RemoteObjectName, keys.RemoteObjectNamespace, keys.RemoteObjectWorkspacePath, keys.RemoteObjectKind,
 		keys.AgentName, keys.ObjectState, keys.DeletionPropagationPolicy, keys.OrphanedFrom,
-		keys.ImportName, keys.ImportNamespace, keys.ImportedFrom:
+		keys.ImportName, keys.ImportNamespace, keys.ImportedFrom, keys.Importing:
 		return false
 	}
 	return !strings.HasPrefix(k, keys.RelatedResourcesPrefix)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -12,6 +13,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/imports"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
@@ -23,6 +25,13 @@ func imported(obj *unstructured.Unstructured) bool {
 	return ok
 }
 
+// claimed reports whether local was claimed by an import that is not
+// finished.
+func claimed(local *unstructured.Unstructured) bool {
+	_, ok := local.GetAnnotations()[keys.Importing]
+	return ok
+}
+
 // ImportPrimary identifies obj, a kcp object of ws that an import is
 // about to create, as a primary.
 func ImportPrimary(ws Workspace, obj *unstructured.Unstructured) state.Primary {
@@ -31,95 +40,106 @@ func ImportPrimary(ws Workspace, obj *unstructured.Unstructured) state.Primary {
 
 // ClaimForImport makes local, read from the API server, the copy of the
 // kcp object p before that object exists: it gets p's sync labels and
-// annotations (an optimistic lock on the version read), and no state. From
-// then on every pass of p finds it by its labels, and nothing deletes it
-// while it has no state (a cleanup needs the state), so an import that
-// stops here creates no second copy.
+// annotations and the claim annotation (an optimistic lock on the version
+// read), and no state. From then on every pass of p finds it by its
+// labels, so no second copy is made; a pass finishes the import only if p
+// was created by this import, and drops the claim otherwise; nothing
+// deletes a claimed object.
 func (s *Syncer) ClaimForImport(ctx context.Context, local *unstructured.Unstructured, p state.Primary) error {
 	patch := ctrlruntimeclient.MergeFromWithOptions(local.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	s.addSyncMetadata(local, p)
+	a := local.GetAnnotations()
+	a[keys.Importing] = p.Cluster + "/" + objmeta.QualifiedName(p.Namespace, p.Name)
+	local.SetAnnotations(a)
 	if err := s.Service.Patch(ctx, local, patch); err != nil {
-		return fmt.Errorf("failed to label the object to import: %w", err)
+		return fmt.Errorf("failed to claim the object to import: %w", err)
 	}
 	return nil
 }
 
-// UnclaimForImport undoes ClaimForImport when the kcp object could not be
-// created: local loses p's sync labels and annotations (only if it still
-// has no state).
-func (s *Syncer) UnclaimForImport(ctx context.Context, local *unstructured.Unstructured, p state.Primary) error {
-	if !p.Selector().Matches(labels.Set(local.GetLabels())) {
-		return nil
+// DropClaim undoes an import's claim on the object at key for the kcp
+// object p (the import did not happen, or p is not the import's): read
+// from the API server, the object loses p's sync labels and annotations
+// and the claim, unless it is not claimed for p or has state (then it is
+// p's copy). It reports whether it dropped a claim.
+func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p state.Primary) (bool, error) {
+	local := typedRef(s.LocalGVK, key)
+	if err := s.Service.Get(ctx, key, local); err != nil {
+		return false, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	if !claimed(local) || !p.Selector().Matches(labels.Set(local.GetLabels())) {
+		return false, nil
 	}
 	if last, err := s.State.Get(ctx, p); err != nil || last != nil {
-		return err
+		return false, err
 	}
-	l, a := map[string]any{}, map[string]any{}
+	l, a := map[string]any{}, map[string]any{keys.Importing: nil}
 	for k := range p.Labels(s.AgentName) {
 		l[k] = nil
 	}
 	for k := range p.Annotations() {
 		a[k] = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": l, "annotations": a}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": l, "annotations": a, "resourceVersion": local.GetResourceVersion()}})
 	if err != nil {
-		return err
+		return false, err
 	}
-	if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("failed to remove the labels of an import that did not happen: %w", err)
+	if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
+		return false, fmt.Errorf("failed to drop the claim of an import: %w", ctrlruntimeclient.IgnoreNotFound(err))
 	}
-	return nil
+	return true, nil
 }
 
-// AdoptImported finishes the import of the service-cluster object at key
-// as the copy of obj (a kcp object of ws created from it): the desired
-// state the sync computes is recorded as the last known one, unless state
-// exists (a pass since may have merged a kcp change with it), and the sync
-// labels and annotations are made complete; the object's spec is not
-// written, so from then on only what changes in kcp is merged into it.
-// Run again, it writes nothing. ErrConflict (wrapped) means the object
-// belongs to someone else.
-func (s *Syncer) AdoptImported(ctx context.Context, ws Workspace, obj *unstructured.Unstructured, key types.NamespacedName) (Result, error) {
-	p := primaryOf(ws, obj)
-	local := typedRef(s.LocalGVK, key)
-	if err := s.Service.Get(ctx, key, local); err != nil {
-		return Result{}, fmt.Errorf("failed to get the imported object: %w", err)
+// finishImport handles the claimed local copy of obj in a pass: if obj was
+// created by the import of local, the import is finished (the state the
+// sync computes is recorded unless state exists, a pass since may have
+// merged a kcp change with it; the sync metadata is completed and the
+// claim and the request removed; the object's spec is not written, so from
+// then on only what changes in kcp is merged into it); otherwise the claim
+// is dropped (obj is someone else's). handled is false for a claimed
+// object that has state: it is obj's copy.
+func (s *Syncer) finishImport(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured, p state.Primary) (res Result, handled bool, err error) {
+	key := types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}
+	if !imports.CreatedBy(obj, local) {
+		dropped, err := s.DropClaim(ctx, key, p)
+		return Result{Requeue: dropped}, dropped || err != nil, err
 	}
-	if local.GetDeletionTimestamp() != nil {
-		return Result{Waiting: waitingFor("the imported object", local)}, nil
-	}
-	if !objmeta.Adoptable(local, p.Remote, s.AgentName) || objmeta.OfOtherKind(local, p.GroupKind()) {
-		return Result{}, fmt.Errorf("%w: %s %s", ErrConflict, s.LocalGVK.Kind, key)
-	}
-	var res Result
 	last, err := s.State.Get(ctx, p)
 	if err != nil {
-		return Result{}, err
+		return Result{}, true, err
 	}
 	if last == nil {
 		mutated, err := applyMutator(s.SpecMutator, obj, local)
 		if err != nil {
-			return Result{}, wrapMutation(err)
+			return Result{}, true, wrapMutation(err)
 		}
 		desired, err := s.desired(ctx, ws, obj, mutated, local, local.GetNamespace(), &res)
 		if err != nil {
-			return Result{}, err
+			return Result{}, true, err
 		}
 		if err := s.State.Put(ctx, p, desired.Object); err != nil {
-			return res, err
+			return res, true, err
 		}
 		res.Writes++
 	}
-	if len(missing(local.GetLabels(), p.Labels(s.AgentName))) > 0 || len(missing(local.GetAnnotations(), p.Annotations())) > 0 {
-		patch := ctrlruntimeclient.MergeFromWithOptions(local.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
-		s.addSyncMetadata(local, p)
-		if err := s.Service.Patch(ctx, local, patch); err != nil {
-			if apierrors.IsConflict(err) {
-				return res, err
-			}
-			return res, fmt.Errorf("failed to label the imported object: %w", err)
-		}
-		res.Writes++
+	patch := ctrlruntimeclient.MergeFromWithOptions(local.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
+	s.addSyncMetadata(local, p)
+	l, a := local.GetLabels(), local.GetAnnotations()
+	delete(l, keys.ImportInto)
+	for _, k := range []string{keys.Importing, keys.ImportName, keys.ImportNamespace} {
+		delete(a, k)
 	}
-	return res, nil
+	local.SetLabels(l)
+	local.SetAnnotations(a)
+	if err := s.Service.Patch(ctx, local, patch); err != nil {
+		if apierrors.IsConflict(err) || ObjectNotFound(err, key.Name) {
+			return res, true, ctrlruntimeclient.IgnoreNotFound(err)
+		}
+		return res, true, fmt.Errorf("failed to finish the import: %w", err)
+	}
+	res.Writes++
+	res.Requeue = true
+	res.Imported = local
+	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "The object imported from the service cluster is its local copy.")
+	return res, true, nil
 }

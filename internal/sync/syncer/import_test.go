@@ -14,13 +14,13 @@ import (
 )
 
 // TestSyncer_imported: a service-cluster object imported into kcp is
-// claimed first (the kcp object's sync labels, no state), then the kcp
-// object is created (annotated with the object's UID), then the import is
-// adopted (state recorded). A pass that runs between any two steps finds
-// the claimed object (live, where the copies cache lags) and never creates
-// a second copy; afterwards the object is the copy where it is, its spec
-// kept, and the usual rules hold: a kcp change is merged in, a
-// service-side change of another field stays.
+// claimed first (the kcp object's sync labels, the claim, no state), then
+// the kcp object is created (annotated with the object's UID); the next
+// pass finds the claimed object (live, where the copies cache lags), never
+// makes a second copy, and finishes the import: state recorded, the claim
+// and the request removed, nothing of the object's spec written (a field
+// only the service side has stays). Afterwards the usual rules hold: a kcp
+// change is merged in, a service-side change of another field stays.
 func TestSyncer_imported(t *testing.T) {
 	ctx := context.Background()
 	legacy := typed(localGVK)
@@ -28,7 +28,7 @@ func TestSyncer_imported(t *testing.T) {
 	legacy.SetName("legacy")
 	legacy.SetUID("uid-1")
 	legacy.SetLabels(map[string]string{keys.ImportInto: cluster, "app": "x"})
-	legacy.Object["spec"] = map[string]any{"color": "green", "replicas": int64(3)}
+	legacy.Object["spec"] = map[string]any{"color": "green", "replicas": int64(3), "internal": "service only"}
 	e := newEnv(t, legacy)
 	// The copies cache sees nothing (it lags behind the claim).
 	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder()).Build()
@@ -54,30 +54,30 @@ func TestSyncer_imported(t *testing.T) {
 	if err := e.kcp.Create(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
-	// A pass between the creation and the adoption.
-	if _, err := e.syncer.Process(ctx, ws, e.getRemote(t, "default", "imported")); err != nil {
+	res, err := e.syncer.Process(ctx, ws, e.getRemote(t, "default", "imported"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	e.localCopy(t) // fails if a second copy was created
-	if _, err := e.syncer.AdoptImported(ctx, ws, e.getRemote(t, "default", "imported"), key); err != nil {
-		t.Fatal(err)
-	}
-	// Again (an import resumed after a crash): nothing more is written.
-	if res, err := e.syncer.AdoptImported(ctx, ws, e.getRemote(t, "default", "imported"), key); err != nil || res.Writes != 0 {
-		t.Fatalf("adopting again wrote %d times (%v), want nothing", res.Writes, err)
+	if res.Imported == nil {
+		t.Error("the pass that finished the import did not say so")
 	}
 	if _, err := e.converge(t, "default", "imported"); err != nil {
 		t.Fatal(err)
 	}
-	local = e.localCopy(t)
+	local = e.localCopy(t) // fails if a second copy was created
 	if local.GetNamespace() != "prod" || local.GetName() != "legacy" {
 		t.Fatalf("the copy is %s/%s, want the imported object prod/legacy", local.GetNamespace(), local.GetName())
 	}
 	wantLabels := objmeta.Remote{Cluster: cluster, Namespace: "default", Name: "imported"}.Labels("agent")
 	wantLabels["app"] = "x"
-	wantLabels[keys.ImportInto] = cluster // the controller removes the request
 	if diff := cmp.Diff(wantLabels, local.GetLabels()); diff != "" {
 		t.Errorf("labels of the imported object (-want +got):\n%s", diff)
+	}
+	if _, claim := local.GetAnnotations()[keys.Importing]; claim {
+		t.Error("the claim stayed after the import")
+	}
+	if diff := cmp.Diff(map[string]any{"color": "green", "replicas": int64(3), "internal": "service only"}, local.Object["spec"]); diff != "" {
+		t.Errorf("the import wrote the object's spec (-want +got):\n%s", diff)
 	}
 
 	// The service side changes one field, kcp another.
@@ -93,43 +93,90 @@ func TestSyncer_imported(t *testing.T) {
 	if _, err := e.converge(t, "default", "imported"); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]any{"color": "blue", "replicas": int64(5)}, e.localCopy(t).Object["spec"]); diff != "" {
+	if diff := cmp.Diff(map[string]any{"color": "blue", "replicas": int64(5), "internal": "service only"}, e.localCopy(t).Object["spec"]); diff != "" {
 		t.Errorf("spec of the imported object after changes on both sides (-want +got):\n%s", diff)
 	}
 }
 
-// TestSyncer_unclaimForImport: an import whose kcp object could not be
-// created leaves the object as it was; an object with state is not
-// touched.
-func TestSyncer_unclaimForImport(t *testing.T) {
+// TestSyncer_claimedObjectIsNeverTakenOverOrDeleted: an import that
+// stopped after its claim leaves the object labelled for a kcp object the
+// import did not create. A consumer's kcp object of that name does not
+// take it over (the claim is dropped, the object kept as it was, and the
+// consumer's object gets a copy of its own); the deletion of a kcp object
+// whose import did not finish drops the claim instead of deleting the
+// object; a claimed object with state is a copy like any other.
+func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 	ctx := context.Background()
-	legacy := typed(localGVK)
-	legacy.SetNamespace("prod")
-	legacy.SetName("legacy")
-	legacy.SetLabels(map[string]string{keys.ImportInto: cluster, "app": "x"})
-	legacy.SetAnnotations(map[string]string{"note": "keep"})
-	e := newEnv(t, legacy)
-	ws := Workspace{Client: e.kcp, Cluster: cluster}
-	obj := typed(remoteGVK)
-	obj.SetNamespace("default")
-	obj.SetName("imported")
-	p := ImportPrimary(ws, obj)
-	key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
-	local := typed(localGVK)
-	if err := e.service.Get(ctx, key, local); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.syncer.ClaimForImport(ctx, local, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.syncer.UnclaimForImport(ctx, local, p); err != nil {
-		t.Fatal(err)
-	}
-	got := e.localCopy(t)
-	if diff := cmp.Diff(map[string]string{keys.ImportInto: cluster, "app": "x"}, got.GetLabels()); diff != "" {
-		t.Errorf("labels after the claim was undone (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(map[string]string{"note": "keep"}, got.GetAnnotations()); diff != "" {
-		t.Errorf("annotations after the claim was undone (-want +got):\n%s", diff)
+	for _, tc := range []struct {
+		name       string
+		createdBy  string
+		deleting   bool
+		withState  bool
+		wantSource bool
+	}{
+		{name: "another kcp object of the name", createdBy: "", wantSource: true},
+		{name: "the import's kcp object is deleted before the import finished", createdBy: "uid-1", deleting: true, wantSource: true},
+		{name: "the import's kcp object is deleted after the state was written", createdBy: "uid-1", deleting: true, withState: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			legacy := typed(localGVK)
+			legacy.SetNamespace("prod")
+			legacy.SetName("legacy")
+			legacy.SetUID("uid-1")
+			legacy.SetLabels(map[string]string{"app": "x"})
+			legacy.Object["spec"] = map[string]any{"color": "green"}
+			e := newEnv(t, legacy)
+			ws := Workspace{Client: e.kcp, Cluster: cluster}
+			key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
+			obj := typed(remoteGVK)
+			obj.SetNamespace("default")
+			obj.SetName("imported")
+			if tc.createdBy != "" {
+				obj.SetAnnotations(map[string]string{keys.ImportedFrom: tc.createdBy})
+			}
+			obj.SetFinalizers([]string{e.syncer.finalizers().Own})
+			obj.Object["spec"] = map[string]any{"color": "evil"}
+			p := ImportPrimary(ws, obj)
+			local := typed(localGVK)
+			if err := e.service.Get(ctx, key, local); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.syncer.ClaimForImport(ctx, local, p); err != nil {
+				t.Fatal(err)
+			}
+			if tc.withState {
+				if err := e.syncer.State.Put(ctx, p, map[string]any{"spec": map[string]any{"color": "green"}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := e.kcp.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			if tc.deleting {
+				if err := e.kcp.Delete(ctx, obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := e.converge(t, "default", "imported"); err != nil {
+				t.Fatal(err)
+			}
+			got := typed(localGVK)
+			err := e.service.Get(ctx, key, got)
+			if !tc.wantSource {
+				if err == nil {
+					t.Fatal("the copy of a deleted kcp object whose import had finished was kept")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the service owner's object is gone: %v", err)
+			}
+			if diff := cmp.Diff(map[string]string{"app": "x"}, got.GetLabels()); diff != "" {
+				t.Errorf("the claim stayed (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]any{"color": "green"}, got.Object["spec"]); diff != "" {
+				t.Errorf("the service owner's object was overwritten (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -107,6 +107,9 @@ func (r *Result) add(o Result) {
 	r.Writes += o.Writes
 	r.Requeue = r.Requeue || o.Requeue
 	r.Unresolved = r.Unresolved || o.Unresolved
+	if r.Imported == nil {
+		r.Imported = o.Imported
+	}
 	if r.Waiting == "" {
 		r.Waiting = o.Waiting
 	}

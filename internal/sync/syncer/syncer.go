@@ -141,6 +141,9 @@ type Result struct {
 	// consumer was told): the caller checks again with backoff, as the
 	// referenced object may appear.
 	Unresolved bool
+	// Imported is the service-cluster object whose import into kcp this
+	// pass finished (nil: none).
+	Imported *unstructured.Unstructured
 }
 
 // waitingFor is the Waiting text for an object that is being deleted.
@@ -211,6 +214,11 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 	if local != nil && local.GetDeletionTimestamp() != nil {
 		// Someone deletes the copy; once it is gone it is re-created.
 		return Result{Waiting: waitingFor("the local copy", local)}, nil
+	}
+	if local != nil && claimed(local) {
+		if res, handled, err := s.finishImport(ctx, ws, obj, local, p); handled {
+			return res, err
+		}
 	}
 
 	// Spec mutations see the local copy, or the copy that would be created.
@@ -665,6 +673,17 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 		// before anything is released, the API server confirms there is none.
 		if local, err = s.findLocalLive(ctx, p); err != nil {
 			return Result{}, err
+		}
+	}
+	if local != nil && claimed(local) {
+		// An import that did not finish: the object is the service
+		// owner's, not a copy to delete.
+		dropped, err := s.DropClaim(ctx, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}, p)
+		if err != nil {
+			return Result{}, err
+		}
+		if dropped {
+			return Result{Requeue: true, Writes: 1}, nil
 		}
 	}
 	// Related objects first, while the local copy still exists to resolve them.
