@@ -125,13 +125,17 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 		}
 		return u
 	}
+	// A service owner's object claimed by an import that did not finish:
+	// not a copy to delete.
+	claimedCopy := localCopy("claimed-by-import", "gone", "me")
+	claimedCopy.SetAnnotations(map[string]string{keys.Importing: "gone/default/x"})
 	s := runtime.NewScheme()
 	if err := corev1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	service := fake.NewClientBuilder().WithScheme(s).WithObjects(
 		localCopy("gone-copy", "gone", "me"), localCopy("old-agent-copy", "gone", ""), localCopy("theirs", "gone", "other"),
-		localCopy("bound-copy", "bound", "me"), localCopy("engaged-copy", "engaged", "me"),
+		localCopy("bound-copy", "bound", "me"), localCopy("engaged-copy", "engaged", "me"), claimedCopy,
 		stateOf("obj-state-gone-1", "gone"), stateOf("obj-state-bound-1", "bound"),
 	).Build()
 	endpointDown, anonymous := false, false
@@ -187,7 +191,7 @@ func TestSweepGoneWorkspaces(t *testing.T) {
 		{name: "another set of endpoints: suspected only", shards: []string{"https://shard-a", "https://shard-b"}, want: all},
 		{name: "back to the first set: suspected only", want: all},
 		{name: "second sweep in a row over the same endpoints: this agent's copies and state of the workspace go",
-			want: []string{"bound-copy", "engaged-copy", "obj-state-bound-1", "old-agent-copy", "theirs"}},
+			want: []string{"bound-copy", "claimed-by-import", "engaged-copy", "obj-state-bound-1", "old-agent-copy", "theirs"}},
 	}
 	for _, step := range steps {
 		endpointDown, anonymous = step.endpointDown, step.anonymous
