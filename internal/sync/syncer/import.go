@@ -58,10 +58,13 @@ func (s *Syncer) ClaimForImport(ctx context.Context, local *unstructured.Unstruc
 }
 
 // DropClaim undoes an import's claim on the object at key for the kcp
-// object p (the import did not happen, or p is not the import's): read
-// from the API server, the object loses p's sync labels and annotations
-// and the claim, unless it is not claimed for p or has state (then it is
-// p's copy). It reports whether it dropped a claim.
+// object p (the import did not happen or did not finish, or p is not the
+// import's): read from the API server, the object loses p's sync labels
+// and annotations and the claim, and p's state goes (an import that
+// stopped between its state and the claim's removal left it). The claim
+// decides, not the state: a claimed object is the service owner's. It
+// reports whether the object was claimed for p (false: the caller's view
+// of it is behind).
 func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p state.Primary) (bool, error) {
 	local := typedRef(s.LocalGVK, key)
 	if err := s.Service.Get(ctx, key, local); err != nil {
@@ -69,9 +72,6 @@ func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p stat
 	}
 	if !claimed(local) || !p.Selector().Matches(labels.Set(local.GetLabels())) {
 		return false, nil
-	}
-	if last, err := s.State.Get(ctx, p); err != nil || last != nil {
-		return false, err
 	}
 	l, a := map[string]any{}, map[string]any{keys.Importing: nil}
 	for k := range p.Labels(s.AgentName) {
@@ -87,7 +87,7 @@ func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p stat
 	if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, fmt.Errorf("failed to drop the claim of an import: %w", ctrlruntimeclient.IgnoreNotFound(err))
 	}
-	return true, nil
+	return true, s.State.Delete(ctx, p)
 }
 
 // finishImport handles the claimed local copy of obj in a pass: if obj was
@@ -96,29 +96,33 @@ func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p stat
 // merged a kcp change with it; the sync metadata is completed and the
 // claim and the request removed; the object's spec is not written, so from
 // then on only what changes in kcp is merged into it); otherwise the claim
-// is dropped (obj is someone else's). handled is false for a claimed
-// object that has state: it is obj's copy.
-func (s *Syncer) finishImport(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured, p state.Primary) (res Result, handled bool, err error) {
+// is dropped (obj is someone else's; a claim the API server no longer
+// shows is a cache behind: the pass is repeated).
+func (s *Syncer) finishImport(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured, p state.Primary) (Result, error) {
+	var res Result
 	key := types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}
 	if !imports.CreatedBy(obj, local) {
 		dropped, err := s.DropClaim(ctx, key, p)
-		return Result{Requeue: dropped}, dropped || err != nil, err
+		if dropped {
+			res.Writes++
+		}
+		return Result{Requeue: true, Writes: res.Writes}, err
 	}
 	last, err := s.State.Get(ctx, p)
 	if err != nil {
-		return Result{}, true, err
+		return Result{}, err
 	}
 	if last == nil {
 		mutated, err := applyMutator(s.SpecMutator, obj, local)
 		if err != nil {
-			return Result{}, true, wrapMutation(err)
+			return Result{}, wrapMutation(err)
 		}
 		desired, err := s.desired(ctx, ws, obj, mutated, local, local.GetNamespace(), &res)
 		if err != nil {
-			return Result{}, true, err
+			return Result{}, err
 		}
 		if err := s.State.Put(ctx, p, desired.Object); err != nil {
-			return res, true, err
+			return res, err
 		}
 		res.Writes++
 	}
@@ -133,13 +137,32 @@ func (s *Syncer) finishImport(ctx context.Context, ws Workspace, obj, local *uns
 	local.SetAnnotations(a)
 	if err := s.Service.Patch(ctx, local, patch); err != nil {
 		if apierrors.IsConflict(err) || ObjectNotFound(err, key.Name) {
-			return res, true, ctrlruntimeclient.IgnoreNotFound(err)
+			return res, ctrlruntimeclient.IgnoreNotFound(err)
 		}
-		return res, true, fmt.Errorf("failed to finish the import: %w", err)
+		return res, fmt.Errorf("failed to finish the import: %w", err)
 	}
 	res.Writes++
 	res.Requeue = true
 	res.Imported = local
 	s.Event(obj, corev1.EventTypeNormal, ReasonObjectPlaced, "The object imported from the service cluster is its local copy.")
-	return res, true, nil
+	return res, nil
+}
+
+// dropClaimOf handles a local copy of the kcp object p, being deleted or
+// gone, that an import claimed: the claim is dropped and the object kept.
+// local is then nil; if the API server shows no claim any more (the
+// caller's copies cache is behind), local is what the server shows.
+func (s *Syncer) dropClaimOf(ctx context.Context, local *unstructured.Unstructured, p state.Primary) (*unstructured.Unstructured, Result, error) {
+	dropped, err := s.DropClaim(ctx, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}, p)
+	switch {
+	case err != nil:
+		return nil, Result{}, err
+	case dropped:
+		return nil, Result{Requeue: true, Writes: 1}, nil
+	}
+	live, err := s.findLocalLive(ctx, p)
+	if err != nil || live != nil && claimed(live) {
+		return nil, Result{Requeue: true}, err
+	}
+	return live, Result{}, nil
 }

@@ -103,20 +103,19 @@ func TestSyncer_imported(t *testing.T) {
 // import did not create. A consumer's kcp object of that name does not
 // take it over (the claim is dropped, the object kept as it was, and the
 // consumer's object gets a copy of its own); the deletion of a kcp object
-// whose import did not finish drops the claim instead of deleting the
-// object; a claimed object with state is a copy like any other.
+// whose import did not finish (claimed, with or without state) drops the
+// claim instead of deleting the object.
 func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name       string
-		createdBy  string
-		deleting   bool
-		withState  bool
-		wantSource bool
+		name      string
+		createdBy string
+		deleting  bool
+		withState bool
 	}{
-		{name: "another kcp object of the name", createdBy: "", wantSource: true},
-		{name: "the import's kcp object is deleted before the import finished", createdBy: "uid-1", deleting: true, wantSource: true},
-		{name: "the import's kcp object is deleted after the state was written", createdBy: "uid-1", deleting: true, withState: true},
+		{name: "another kcp object of the name", createdBy: ""},
+		{name: "the import's kcp object is deleted before the import finished", createdBy: "uid-1", deleting: true},
+		{name: "the import's kcp object is deleted after the state was written, before the claim went", createdBy: "uid-1", deleting: true, withState: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			legacy := typed(localGVK)
@@ -161,14 +160,7 @@ func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := typed(localGVK)
-			err := e.service.Get(ctx, key, got)
-			if !tc.wantSource {
-				if err == nil {
-					t.Fatal("the copy of a deleted kcp object whose import had finished was kept")
-				}
-				return
-			}
-			if err != nil {
+			if err := e.service.Get(ctx, key, got); err != nil {
 				t.Fatalf("the service owner's object is gone: %v", err)
 			}
 			if diff := cmp.Diff(map[string]string{"app": "x"}, got.GetLabels()); diff != "" {
@@ -178,5 +170,81 @@ func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 				t.Errorf("the service owner's object was overwritten (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestSyncer_staleClaimIsNotDeleted: a copies cache that still shows a
+// claim the API server no longer has (dropped a moment ago) does not make
+// the deletion of the kcp object delete the service owner's object.
+func TestSyncer_staleClaimIsNotDeleted(t *testing.T) {
+	ctx := context.Background()
+	legacy := typed(localGVK)
+	legacy.SetNamespace("prod")
+	legacy.SetName("legacy")
+	legacy.SetUID("uid-1")
+	legacy.SetLabels(map[string]string{"app": "x"})
+	e := newEnv(t, legacy)
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	obj := typed(remoteGVK)
+	obj.SetNamespace("default")
+	obj.SetName("imported")
+	obj.SetAnnotations(map[string]string{keys.ImportedFrom: "uid-1"})
+	obj.SetFinalizers([]string{e.syncer.finalizers().Own})
+	p := ImportPrimary(ws, obj)
+	stale := legacy.DeepCopy()
+	e.syncer.addSyncMetadata(stale, p)
+	stale.SetAnnotations(map[string]string{keys.Importing: "abc/default/imported"})
+	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder()).WithObjects(stale).Build()
+	if err := e.kcp.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kcp.Delete(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.converge(t, "default", "imported"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.service.Get(ctx, types.NamespacedName{Namespace: "prod", Name: "legacy"}, typed(localGVK)); err != nil {
+		t.Fatalf("the service owner's object is gone: %v", err)
+	}
+	if e.getRemote(t, "default", "imported") != nil {
+		t.Error("the kcp object kept the finalizer")
+	}
+}
+
+// TestSyncer_vanishedImportDropsItsClaim: an import that claimed an object
+// and never created its kcp object (the request removed meanwhile) leaves
+// a claim; the pass of that kcp object, confirmed gone, drops it.
+func TestSyncer_vanishedImportDropsItsClaim(t *testing.T) {
+	ctx := context.Background()
+	legacy := typed(localGVK)
+	legacy.SetNamespace("prod")
+	legacy.SetName("legacy")
+	legacy.SetLabels(map[string]string{"app": "x"})
+	e := newEnv(t, legacy)
+	ws := Workspace{Client: e.kcp, Cluster: cluster}
+	obj := typed(remoteGVK)
+	obj.SetNamespace("default")
+	obj.SetName("imported")
+	local := typed(localGVK)
+	key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
+	if err := e.service.Get(ctx, key, local); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.syncer.ClaimForImport(ctx, local, ImportPrimary(ws, obj)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.syncer.Vanished(ctx, ws, obj); err != nil {
+		t.Fatal(err)
+	}
+	got := typed(localGVK)
+	if err := e.service.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"app": "x"}, got.GetLabels()); diff != "" {
+		t.Errorf("labels after the vanished import (-want +got):\n%s", diff)
+	}
+	if _, claim := got.GetAnnotations()[keys.Importing]; claim {
+		t.Error("the claim stayed")
 	}
 }

@@ -216,9 +216,7 @@ func (s *Syncer) sync(ctx context.Context, ws Workspace, obj *unstructured.Unstr
 		return Result{Waiting: waitingFor("the local copy", local)}, nil
 	}
 	if local != nil && claimed(local) {
-		if res, handled, err := s.finishImport(ctx, ws, obj, local, p); handled {
-			return res, err
-		}
+		return s.finishImport(ctx, ws, obj, local, p)
 	}
 
 	// Spec mutations see the local copy, or the copy that would be created.
@@ -678,12 +676,9 @@ func (s *Syncer) cleanup(ctx context.Context, ws Workspace, obj *unstructured.Un
 	if local != nil && claimed(local) {
 		// An import that did not finish: the object is the service
 		// owner's, not a copy to delete.
-		dropped, err := s.DropClaim(ctx, types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}, p)
-		if err != nil {
-			return Result{}, err
-		}
-		if dropped {
-			return Result{Requeue: true, Writes: 1}, nil
+		var res Result
+		if local, res, err = s.dropClaimOf(ctx, local, p); err != nil || res.Requeue {
+			return res, err
 		}
 	}
 	// Related objects first, while the local copy still exists to resolve them.
@@ -762,6 +757,19 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 		if err != nil || !known {
 			return Result{}, err
 		}
+	}
+	if local != nil && claimed(local) {
+		// The import's kcp object is gone (or never came): once the
+		// server confirms it, the claim goes and the object stays.
+		live := ws.Live
+		if live == nil {
+			live = ws.Client
+		}
+		if err := live.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy()); !ObjectNotFound(err, ref.GetName()) {
+			return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+		}
+		_, res, err := s.dropClaimOf(ctx, local, p)
+		return res, err
 	}
 	// Only an object this PublishedResource synced counts: it has state of
 	// its own kind. A copy alone may be that of a same-named object of
