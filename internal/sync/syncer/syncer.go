@@ -752,41 +752,33 @@ func (s *Syncer) Vanished(ctx context.Context, ws Workspace, ref *unstructured.U
 	if err != nil {
 		return Result{}, err
 	}
-	if local == nil {
-		known, err := s.State.Known(ctx, p)
-		if err != nil || !known {
+	// A local object an import claimed has no state yet: it goes back to
+	// the service owner once the server confirms the kcp object is gone.
+	claim := local != nil && claimed(local)
+	if !claim {
+		if local == nil {
+			known, err := s.State.Known(ctx, p)
+			if err != nil || !known {
+				return Result{}, err
+			}
+		}
+		// Only an object this PublishedResource synced counts: it has state of
+		// its own kind. A copy alone may be that of a same-named object of
+		// another PublishedResource with the same source kind (the copy's
+		// labels do not name the kind).
+		if last, err := s.State.Get(ctx, p); err != nil || last == nil {
 			return Result{}, err
 		}
 	}
-	if local != nil && claimed(local) {
-		// The import's kcp object is gone (or never came): once the
-		// server confirms it, the claim goes and the object stays.
-		live := ws.Live
-		if live == nil {
-			live = ws.Client
-		}
-		if err := live.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy()); !ObjectNotFound(err, ref.GetName()) {
-			return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
-		}
-		_, res, err := s.dropClaimOf(ctx, local, p)
-		return res, err
-	}
-	// Only an object this PublishedResource synced counts: it has state of
-	// its own kind. A copy alone may be that of a same-named object of
-	// another PublishedResource with the same source kind (the copy's
-	// labels do not name the kind).
-	if last, err := s.State.Get(ctx, p); err != nil || last == nil {
-		return Result{}, err
-	}
-	live := ws.Live
-	if live == nil {
-		live = ws.Client
-	}
-	err = live.Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy())
+	err = ws.reader().Get(ctx, types.NamespacedName{Namespace: ref.GetNamespace(), Name: ref.GetName()}, ref.DeepCopy())
 	if !ObjectNotFound(err, ref.GetName()) {
 		// It exists (the cache lags; its events will come) or the server
 		// cannot tell: nothing is deleted.
 		return Result{}, ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	if claim {
+		_, res, err := s.dropClaimOf(ctx, local, p)
+		return res, err
 	}
 	log.FromContext(ctx).Info("A kcp object vanished without its deletion being processed; cleaning up its local copy and state")
 	return s.cleanup(ctx, ws, ref, p)
