@@ -73,20 +73,42 @@ func OrphanPatch(uid types.UID, from string) []byte {
 	return orphanPatch(uid, from, false)
 }
 
+// DropClaimPatch is the JSON merge patch that gives the object of uid, as
+// read at resourceVersion, back to the service owner after an import
+// claimed it: it removes every label and annotation that ties a copy to
+// its kcp object and agent, and the claim (keys.Importing). The API
+// server refuses it for a changed or another object.
+func DropClaimPatch(uid types.UID, resourceVersion string) []byte {
+	labels, annotations := map[string]any{}, map[string]any{keys.Importing: nil}
+	unlinked(labels, annotations)
+	return metadataPatch(map[string]any{"uid": uid, "resourceVersion": resourceVersion, "labels": labels, "annotations": annotations})
+}
+
 func orphanPatch(uid types.UID, from string, unlink bool) []byte {
 	labels, annotations := map[string]any{}, map[string]any{keys.OrphanedFrom: from}
 	if unlink {
-		for _, k := range linkLabels {
-			labels[k] = nil
-		}
-		for _, k := range linkAnnotations {
-			annotations[k] = nil
-		}
+		unlinked(labels, annotations)
 	}
 	meta := map[string]any{"uid": uid, "annotations": annotations}
 	if len(labels) > 0 {
 		meta["labels"] = labels
 	}
+	return metadataPatch(meta)
+}
+
+// unlinked sets every label and annotation that ties a copy to its kcp
+// object and agent to null in the patch maps labels and annotations.
+func unlinked(labels, annotations map[string]any) {
+	for _, k := range linkLabels {
+		labels[k] = nil
+	}
+	for _, k := range linkAnnotations {
+		annotations[k] = nil
+	}
+}
+
+// metadataPatch is the JSON merge patch of meta.
+func metadataPatch(meta map[string]any) []byte {
 	// Maps of strings and nils always encode.
 	data, _ := json.Marshal(map[string]any{"metadata": meta})
 	return data

@@ -2,7 +2,6 @@ package syncer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,17 +72,7 @@ func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p stat
 	if !claimed(local) || !p.Selector().Matches(labels.Set(local.GetLabels())) {
 		return false, nil
 	}
-	l, a := map[string]any{}, map[string]any{keys.Importing: nil}
-	for k := range p.Labels(s.AgentName) {
-		l[k] = nil
-	}
-	for k := range p.Annotations() {
-		a[k] = nil
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": l, "annotations": a, "resourceVersion": local.GetResourceVersion()}})
-	if err != nil {
-		return false, err
-	}
+	patch := objmeta.DropClaimPatch(local.GetUID(), local.GetResourceVersion())
 	if err := s.Service.Patch(ctx, local, ctrlruntimeclient.RawPatch(types.MergePatchType, patch)); err != nil {
 		return false, fmt.Errorf("failed to drop the claim of an import: %w", ctrlruntimeclient.IgnoreNotFound(err))
 	}
@@ -99,15 +88,16 @@ func (s *Syncer) DropClaim(ctx context.Context, key types.NamespacedName, p stat
 // is dropped (obj is someone else's; a claim the API server no longer
 // shows is a cache behind: the pass is repeated).
 func (s *Syncer) finishImport(ctx context.Context, ws Workspace, obj, local *unstructured.Unstructured, p state.Primary) (Result, error) {
-	var res Result
 	key := types.NamespacedName{Namespace: local.GetNamespace(), Name: local.GetName()}
 	if !imports.CreatedBy(obj, local) {
 		dropped, err := s.DropClaim(ctx, key, p)
+		res := Result{Requeue: true}
 		if dropped {
-			res.Writes++
+			res.Writes = 1
 		}
-		return Result{Requeue: true, Writes: res.Writes}, err
+		return res, err
 	}
+	var res Result
 	last, err := s.State.Get(ctx, p)
 	if err != nil {
 		return Result{}, err
