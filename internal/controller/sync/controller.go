@@ -698,9 +698,9 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		if err == nil {
 			existing = obj
 		}
-		created, res, handled, importErr := r.importPass(ctx, engaged, kcpClient, req, existing, p)
+		created, handled, importErr := r.importPass(ctx, engaged, kcpClient, req, existing, p)
 		if handled || importErr != nil {
-			return res, importErr
+			return reconcile.Result{}, importErr
 		}
 		if created != nil {
 			obj, err = created, nil

@@ -111,7 +111,7 @@ func (h *importHarness) pass(t *testing.T) (imported bool, err error) {
 	case !apierrors.IsNotFound(err):
 		t.Fatal(err)
 	}
-	created, _, handled, err := h.r.importPass(ctx, Workspace{Name: "ws1", Cluster: kcpWorkspace{client: h.kcp}}, h.kcp, req, obj, &pass{})
+	created, handled, err := h.r.importPass(ctx, Workspace{Name: "ws1", Cluster: kcpWorkspace{client: h.kcp}}, h.kcp, req, obj, &pass{})
 	if err != nil || handled {
 		return false, err
 	}

@@ -56,11 +56,10 @@ const importListTimeout = 10 * time.Second
 // importer handles the import requests of a PublishedResource: objects of
 // its local type labelled syncagent.kcp.io/import-into. A request is
 // handled in the pass of the kcp object it asks for, so that nothing else
-// runs for that object meanwhile: the kcp object is created (with the
-// agent's finalizer and the object's UID), the service-cluster object is
-// adopted as its copy (state first, then labels), and the request is
-// removed. A pass that finds the kcp object created by the request goes on
-// from there, whatever step an earlier one stopped at.
+// runs for that object meanwhile: the object is checked and claimed, the
+// kcp object is created (with the agent's finalizer and the object's UID),
+// and the sync of that kcp object, in the same pass or a later one,
+// finishes the import (see syncer.finishImport).
 type importer struct {
 	// cache holds the objects that carry the request label.
 	cache         ctrlruntimeclient.Reader
@@ -110,19 +109,13 @@ func (c *Controller) setUpImports(opts Options, r *reconciler, log logr.Logger) 
 	return source
 }
 
-// requestOf returns the import request of obj; ok is false if it asks
-// for none.
-func (im *importer) requestOf(obj *unstructured.Unstructured) (imports.Request, bool, error) {
-	return imports.Of(obj, im.kcpNamespaced)
-}
-
 // keys maps an object with an import request to the kcp object it asks
 // for; an invalid request is said on the object at once.
 func (im *importer) keys(_ context.Context, _, obj *unstructured.Unstructured) []mcreconcile.Request {
 	if obj.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	req, ok, err := im.requestOf(obj)
+	req, ok, err := imports.Of(obj, im.kcpNamespaced)
 	switch {
 	case !ok:
 		return nil
@@ -167,7 +160,7 @@ func (im *importer) pending(ctx context.Context, req mcreconcile.Request) (*unst
 	var found []*unstructured.Unstructured
 	for i := range items {
 		item := &items[i]
-		if r, ok, err := im.requestOf(item); ok && err == nil && item.GetDeletionTimestamp() == nil && r.Key == req.NamespacedName {
+		if r, ok, err := imports.Of(item, im.kcpNamespaced); ok && err == nil && item.GetDeletionTimestamp() == nil && r.Key == req.NamespacedName {
 			found = append(found, item)
 		}
 	}
@@ -231,17 +224,17 @@ func (im *importer) done(ctx context.Context, local *unstructured.Unstructured) 
 // from the cache; nil if it does not exist) in its workspace: it refuses
 // it, or claims the object and creates the kcp object (returned: the pass
 // goes on with it, and the sync finishes the import, see
-// syncer.finishImport). handled means the pass ends here.
-func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, obj *unstructured.Unstructured, p *pass) (created *unstructured.Unstructured, res reconcile.Result, handled bool, err error) {
+// syncer.finishImport). handled means the pass ends here (with err).
+func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClient ctrlruntimeclient.Client, req mcreconcile.Request, obj *unstructured.Unstructured, p *pass) (created *unstructured.Unstructured, handled bool, err error) {
 	im := r.imports
 	local, err := im.pending(ctx, req)
 	if err != nil || local == nil {
-		return nil, reconcile.Result{}, false, err
+		return nil, false, err
 	}
 	if obj != nil {
 		// The cache may lag behind a deletion or a creation.
 		if err := engaged.Cluster.GetClient().Get(ctx, req.NamespacedName, obj); err != nil {
-			return nil, reconcile.Result{}, true, err
+			return nil, true, err
 		}
 		switch {
 		case !imports.CreatedBy(obj, local):
@@ -250,14 +243,14 @@ func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClien
 		case obj.GetDeletionTimestamp() != nil:
 			// The sync drops the claim unless the import was finished.
 			im.refuse(local, fmt.Sprintf("%s %s, created by its import, is being deleted", r.remoteGVK.Kind, importTarget(req)))
-			return nil, reconcile.Result{}, false, im.done(ctx, local)
+			return nil, false, im.done(ctx, local)
 		}
-		return nil, reconcile.Result{}, false, nil
+		return nil, false, nil
 	}
 	ws := syncer.Workspace{Client: kcpClient, Live: engaged.Cluster.GetClient(), Cluster: req.ClusterName}
 	if r.pr.Spec.EnableWorkspacePaths {
 		if ws.Path, err = workspacePath(ctx, kcpClient); err != nil {
-			return nil, reconcile.Result{}, true, err
+			return nil, true, err
 		}
 	}
 	s := *r.syncer
@@ -267,7 +260,7 @@ func (r *reconciler) importPass(ctx context.Context, engaged Workspace, kcpClien
 	if why != "" {
 		im.refuse(local, why)
 	}
-	return created, reconcile.Result{}, false, err
+	return created, false, err
 }
 
 // imported says that the pass finished the import of local as obj.
@@ -293,7 +286,7 @@ func (r *reconciler) createImported(ctx context.Context, s *syncer.Syncer, ws sy
 	if err := im.live.Get(ctx, ctrlruntimeclient.ObjectKeyFromObject(cached), local); err != nil {
 		return nil, "", ctrlruntimeclient.IgnoreNotFound(err)
 	}
-	ir, ok, err := im.requestOf(local)
+	ir, ok, err := imports.Of(local, im.kcpNamespaced)
 	switch {
 	case !ok || local.GetUID() != cached.GetUID() || local.GetDeletionTimestamp() != nil:
 		return nil, "", nil
