@@ -6,12 +6,56 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
+	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
+
+// legacyKey is where the service owner's object to import lives.
+var legacyKey = types.NamespacedName{Namespace: "prod", Name: "legacy"}
+
+// legacyObject is the service owner's object prod/legacy (UID uid-1).
+func legacyObject(labels map[string]string, spec map[string]any) *unstructured.Unstructured {
+	u := typed(localGVK)
+	u.SetNamespace(legacyKey.Namespace)
+	u.SetName(legacyKey.Name)
+	u.SetUID("uid-1")
+	u.SetLabels(labels)
+	if spec != nil {
+		u.Object["spec"] = spec
+	}
+	return u
+}
+
+// importedObject is the kcp object default/imported, created by the
+// import of the object of UID createdBy (none: by someone else), with the
+// agent's finalizer.
+func (e *env) importedObject(createdBy string) *unstructured.Unstructured {
+	obj := typed(remoteGVK)
+	obj.SetNamespace("default")
+	obj.SetName("imported")
+	if createdBy != "" {
+		obj.SetAnnotations(map[string]string{keys.ImportedFrom: createdBy})
+	}
+	obj.SetFinalizers([]string{e.syncer.finalizers().Own})
+	return obj
+}
+
+// claim claims the service owner's object for the kcp object p.
+func (e *env) claim(t *testing.T, p state.Primary) {
+	t.Helper()
+	local := typed(localGVK)
+	if err := e.service.Get(context.Background(), legacyKey, local); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.syncer.ClaimForImport(context.Background(), local, p); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestSyncer_imported: a service-cluster object imported into kcp is
 // claimed first (the kcp object's sync labels, the claim, no state), then
@@ -23,34 +67,16 @@ import (
 // change is merged in, a service-side change of another field stays.
 func TestSyncer_imported(t *testing.T) {
 	ctx := context.Background()
-	legacy := typed(localGVK)
-	legacy.SetNamespace("prod")
-	legacy.SetName("legacy")
-	legacy.SetUID("uid-1")
-	legacy.SetLabels(map[string]string{keys.ImportInto: cluster, "app": "x"})
-	legacy.Object["spec"] = map[string]any{"color": "green", "replicas": int64(3), "internal": "service only"}
-	e := newEnv(t, legacy)
+	e := newEnv(t, legacyObject(map[string]string{keys.ImportInto: cluster, "app": "x"},
+		map[string]any{"color": "green", "replicas": int64(3), "internal": "service only"}))
 	// The copies cache sees nothing (it lags behind the claim).
 	e.syncer.Copies = withAgentIndexes(fake.NewClientBuilder()).Build()
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
-	key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
 
-	obj := typed(remoteGVK)
-	obj.SetNamespace("default")
-	obj.SetName("imported")
+	obj := e.importedObject("uid-1")
 	obj.SetLabels(map[string]string{"app": "x"})
-	obj.SetAnnotations(map[string]string{keys.ImportedFrom: "uid-1"})
-	obj.SetFinalizers([]string{e.syncer.finalizers().Own})
 	obj.Object["spec"] = map[string]any{"color": "green", "replicas": int64(3)}
-	p := ImportPrimary(ws, obj)
-
-	local := typed(localGVK)
-	if err := e.service.Get(ctx, key, local); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.syncer.ClaimForImport(ctx, local, p); err != nil {
-		t.Fatal(err)
-	}
+	e.claim(t, ImportPrimary(ws, obj))
 	if err := e.kcp.Create(ctx, obj); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +90,7 @@ func TestSyncer_imported(t *testing.T) {
 	if _, err := e.converge(t, "default", "imported"); err != nil {
 		t.Fatal(err)
 	}
-	local = e.localCopy(t) // fails if a second copy was created
+	local := e.localCopy(t) // fails if a second copy was created
 	if local.GetNamespace() != "prod" || local.GetName() != "legacy" {
 		t.Fatalf("the copy is %s/%s, want the imported object prod/legacy", local.GetNamespace(), local.GetName())
 	}
@@ -118,31 +144,12 @@ func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 		{name: "the import's kcp object is deleted after the state was written, before the claim went", createdBy: "uid-1", deleting: true, withState: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			legacy := typed(localGVK)
-			legacy.SetNamespace("prod")
-			legacy.SetName("legacy")
-			legacy.SetUID("uid-1")
-			legacy.SetLabels(map[string]string{"app": "x"})
-			legacy.Object["spec"] = map[string]any{"color": "green"}
-			e := newEnv(t, legacy)
+			e := newEnv(t, legacyObject(map[string]string{"app": "x"}, map[string]any{"color": "green"}))
 			ws := Workspace{Client: e.kcp, Cluster: cluster}
-			key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
-			obj := typed(remoteGVK)
-			obj.SetNamespace("default")
-			obj.SetName("imported")
-			if tc.createdBy != "" {
-				obj.SetAnnotations(map[string]string{keys.ImportedFrom: tc.createdBy})
-			}
-			obj.SetFinalizers([]string{e.syncer.finalizers().Own})
+			obj := e.importedObject(tc.createdBy)
 			obj.Object["spec"] = map[string]any{"color": "evil"}
 			p := ImportPrimary(ws, obj)
-			local := typed(localGVK)
-			if err := e.service.Get(ctx, key, local); err != nil {
-				t.Fatal(err)
-			}
-			if err := e.syncer.ClaimForImport(ctx, local, p); err != nil {
-				t.Fatal(err)
-			}
+			e.claim(t, p)
 			if tc.withState {
 				if err := e.syncer.State.Put(ctx, p, map[string]any{"spec": map[string]any{"color": "green"}}); err != nil {
 					t.Fatal(err)
@@ -160,7 +167,7 @@ func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := typed(localGVK)
-			if err := e.service.Get(ctx, key, got); err != nil {
+			if err := e.service.Get(ctx, legacyKey, got); err != nil {
 				t.Fatalf("the service owner's object is gone: %v", err)
 			}
 			if diff := cmp.Diff(map[string]string{"app": "x"}, got.GetLabels()); diff != "" {
@@ -178,18 +185,10 @@ func TestSyncer_claimedObjectIsNeverTakenOverOrDeleted(t *testing.T) {
 // the deletion of the kcp object delete the service owner's object.
 func TestSyncer_staleClaimIsNotDeleted(t *testing.T) {
 	ctx := context.Background()
-	legacy := typed(localGVK)
-	legacy.SetNamespace("prod")
-	legacy.SetName("legacy")
-	legacy.SetUID("uid-1")
-	legacy.SetLabels(map[string]string{"app": "x"})
+	legacy := legacyObject(map[string]string{"app": "x"}, nil)
 	e := newEnv(t, legacy)
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
-	obj := typed(remoteGVK)
-	obj.SetNamespace("default")
-	obj.SetName("imported")
-	obj.SetAnnotations(map[string]string{keys.ImportedFrom: "uid-1"})
-	obj.SetFinalizers([]string{e.syncer.finalizers().Own})
+	obj := e.importedObject("uid-1")
 	p := ImportPrimary(ws, obj)
 	stale := legacy.DeepCopy()
 	e.syncer.addSyncMetadata(stale, p)
@@ -204,7 +203,7 @@ func TestSyncer_staleClaimIsNotDeleted(t *testing.T) {
 	if _, err := e.converge(t, "default", "imported"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.service.Get(ctx, types.NamespacedName{Namespace: "prod", Name: "legacy"}, typed(localGVK)); err != nil {
+	if err := e.service.Get(ctx, legacyKey, typed(localGVK)); err != nil {
 		t.Fatalf("the service owner's object is gone: %v", err)
 	}
 	if e.getRemote(t, "default", "imported") != nil {
@@ -217,28 +216,15 @@ func TestSyncer_staleClaimIsNotDeleted(t *testing.T) {
 // a claim; the pass of that kcp object, confirmed gone, drops it.
 func TestSyncer_vanishedImportDropsItsClaim(t *testing.T) {
 	ctx := context.Background()
-	legacy := typed(localGVK)
-	legacy.SetNamespace("prod")
-	legacy.SetName("legacy")
-	legacy.SetLabels(map[string]string{"app": "x"})
-	e := newEnv(t, legacy)
+	e := newEnv(t, legacyObject(map[string]string{"app": "x"}, nil))
 	ws := Workspace{Client: e.kcp, Cluster: cluster}
-	obj := typed(remoteGVK)
-	obj.SetNamespace("default")
-	obj.SetName("imported")
-	local := typed(localGVK)
-	key := types.NamespacedName{Namespace: "prod", Name: "legacy"}
-	if err := e.service.Get(ctx, key, local); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.syncer.ClaimForImport(ctx, local, ImportPrimary(ws, obj)); err != nil {
-		t.Fatal(err)
-	}
+	obj := e.importedObject("")
+	e.claim(t, ImportPrimary(ws, obj))
 	if _, err := e.syncer.Vanished(ctx, ws, obj); err != nil {
 		t.Fatal(err)
 	}
 	got := typed(localGVK)
-	if err := e.service.Get(ctx, key, got); err != nil {
+	if err := e.service.Get(ctx, legacyKey, got); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"app": "x"}, got.GetLabels()); diff != "" {
