@@ -190,6 +190,8 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// With leader election, every write to kcp and the service cluster
 	// (Events aside) passes the fence: a leader that may have lost the
 	// Lease (paused beyond it) writes nothing until it renews or exits.
+	// The controllers' passes find the fence in their context: a pass that
+	// fails while it is closed reports nothing (see lifecycle.Fenced).
 	var lock *leaderLock
 	if o.EnableLeaderElection {
 		f := fence.New(renewDeadline, log.WithName("fence"))
@@ -198,6 +200,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		}
 		kcpCfg.Wrap(f.Wrap)
 		svcCfg.Wrap(f.Wrap)
+		ctx = fence.NewContext(ctx, f)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

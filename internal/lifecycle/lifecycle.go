@@ -26,17 +26,20 @@ func Stopping(run context.Context, err error) bool {
 	return err != nil && run.Err() != nil && errors.Is(err, context.Canceled)
 }
 
-// Fenced reports whether err comes from the write fence: this replica may
-// have lost the lead, so nothing is reported (no Event, no condition, no
-// error log) and the pass is tried again after FencedRetry.
-func Fenced(err error) bool {
-	return errors.Is(err, fence.ErrLeaseNotRenewed)
+// Fenced reports whether a pass of the run whose context is run ended with
+// err while this replica may have lost the lead: the fence refused one of
+// its writes, or it failed while the fence is closed (what it read may be
+// the new leader's work under way, a conflict that is not one). Nothing is
+// reported (no Event, no condition, no error log) and the pass is tried
+// again after FencedRetry.
+func Fenced(run context.Context, err error) bool {
+	return errors.Is(err, fence.ErrLeaseNotRenewed) || err != nil && fence.Closed(run)
 }
 
 // Quiet reports whether a pass that ended with err must not be reported:
-// the run stops, or the fence refused a write.
+// the run stops, or the fence refused a write or is closed.
 func Quiet(run context.Context, err error) bool {
-	return Stopping(run, err) || Fenced(err)
+	return Stopping(run, err) || Fenced(run, err)
 }
 
 // QuietOnStop wraps a reconciler: a pass that ends with Stopping returns
@@ -55,7 +58,7 @@ func Result(run context.Context, res reconcile.Result, err error) (reconcile.Res
 	switch {
 	case Stopping(run, err):
 		return reconcile.Result{}, nil
-	case Fenced(err):
+	case Fenced(run, err):
 		return reconcile.Result{RequeueAfter: FencedRetry}, nil
 	}
 	return res, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
@@ -41,9 +42,9 @@ func TestQuietOnStop(t *testing.T) {
 				t.Fatalf("error = %v, want an error: %v", err, tt.wantErr)
 			}
 			switch quiet := tt.err != nil && !tt.wantErr; {
-			case quiet && Fenced(tt.err) && res.RequeueAfter != FencedRetry:
+			case quiet && Fenced(tt.ctx, tt.err) && res.RequeueAfter != FencedRetry:
 				t.Errorf("a pass the fence cut off is not tried again after %s: %+v", FencedRetry, res)
-			case quiet && !Fenced(tt.err) && !res.IsZero():
+			case quiet && !Fenced(tt.ctx, tt.err) && !res.IsZero():
 				t.Errorf("a pass cut off by the stop asks for a requeue: %+v", res)
 			}
 		})
@@ -73,6 +74,37 @@ func TestStopping(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Stopping(tt.run, tt.err); got != tt.want {
 				t.Errorf("Stopping = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFencedWhileClosed: a pass that fails while the fence is closed is
+// fenced (quiet, tried again), though the fence refused none of its
+// writes; with the fence open, or without one, the failure is reported.
+func TestFencedWhileClosed(t *testing.T) {
+	failed := errors.New("the local object belongs to someone else")
+	held := fence.New(time.Hour, logr.Discard())
+	held.Written(time.Now(), true)
+	tests := []struct {
+		name string
+		run  context.Context
+		err  error
+		want bool
+	}{
+		{"failed while the fence is closed", fence.NewContext(context.Background(), fence.New(time.Hour, logr.Discard())), failed, true},
+		{"succeeded while the fence is closed", fence.NewContext(context.Background(), fence.New(time.Hour, logr.Discard())), nil, false},
+		{"failed while the fence is open", fence.NewContext(context.Background(), held), failed, false},
+		{"failed without leader election", context.Background(), failed, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Fenced(tt.run, tt.err); got != tt.want {
+				t.Errorf("Fenced = %v, want %v", got, tt.want)
+			}
+			res, err := Result(tt.run, reconcile.Result{}, tt.err)
+			if tt.want && (err != nil || res.RequeueAfter != FencedRetry) {
+				t.Errorf("Result = %+v, %v; want a quiet retry after %s", res, err, FencedRetry)
 			}
 		})
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
 	"github.com/kcp-syncagent/api-syncagent/internal/fairqueue"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
@@ -666,6 +667,20 @@ func (p *pass) trace(ctx context.Context, res reconcile.Result, err, cause error
 	l.Info("Sync pass", kv...)
 }
 
+// passEvents records the Events of a pass of the run whose context is run
+// on the kcp object, except while the write fence is closed: this replica
+// may no longer lead, and what the pass found may be the new leader's work
+// under way (a copy whose record it deleted a moment ago looks like
+// someone else's).
+func passEvents(run context.Context, recorder record.EventRecorder) syncer.EventFunc {
+	return func(o ctrlruntimeclient.Object, eventType, reason, message string) {
+		if fence.Closed(run) {
+			return
+		}
+		recorder.Event(o, eventType, reason, message)
+	}
+}
+
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
 	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
@@ -749,9 +764,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	}
 
 	s := *r.syncer
-	s.Event = func(o ctrlruntimeclient.Object, eventType, reason, message string) {
-		recorder.Event(o, eventType, reason, message)
-	}
+	s.Event = passEvents(run, recorder)
 	r.count(&s, &ws, req, p)
 	process := s.Process
 	if !synced {

@@ -601,7 +601,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
-	if lifecycle.Fenced(err) {
+	if lifecycle.Fenced(ctx, err) {
 		// Not a fact about the PublishedResource: no condition says it.
 		return result, err
 	}
@@ -648,7 +648,7 @@ func (r *reconciler) releaseStopped(ctx context.Context, prName string, urls []s
 func (r *reconciler) logStoppedRelease(ctx context.Context, prName string, n int, err error) {
 	switch {
 	case err == nil:
-	case lifecycle.Fenced(err):
+	case lifecycle.Fenced(ctx, err):
 		r.log.Info("The release of a PublishedResource deleted without the agent's finalizer was cut off: this replica may no longer lead; its remaining objects keep the finalizer",
 			"publishedresource", prName, "released", n)
 	case lifecycle.Stopping(ctx, err):

@@ -1,0 +1,37 @@
+package fence
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+)
+
+// TestClosed: a context without a fence is never closed; one with a fence
+// is closed exactly while the fence refuses writes.
+func TestClosed(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	f := New(10*time.Second, logr.Discard())
+	f.now = c.now
+	ctx := NewContext(context.Background(), f)
+	steps := []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"before the Lease is held", func() {}, true},
+		{"held", func() { f.Written(c.t, true) }, false},
+		{"paused past the renew deadline", func() { c.t = c.t.Add(11 * time.Second) }, true},
+		{"renewed", func() { f.Written(c.t, true) }, false},
+	}
+	for _, s := range steps {
+		s.do()
+		if got := Closed(ctx); got != s.want {
+			t.Fatalf("%s: Closed = %v, want %v", s.name, got, s.want)
+		}
+	}
+	if Closed(context.Background()) {
+		t.Error("a context without a fence is closed")
+	}
+}
