@@ -125,6 +125,7 @@ func TestRender_defaults(t *testing.T) {
 		"ClusterRoleBinding " + fullname + ":syncagent",
 		"CustomResourceDefinition publishedresources.syncagent.kcp.io",
 		"Deployment syncagent/" + fullname,
+		"PodDisruptionBudget syncagent/" + fullname,
 		"Role default/" + fullname + ":syncagent:events",
 		"Role syncagent/" + fullname,
 		"RoleBinding default/" + fullname + ":syncagent:events",
@@ -491,13 +492,6 @@ func TestRender_variants(t *testing.T) {
 		c := agentContainer(t, get[appsv1.Deployment](t, objs, "Deployment", fullname))
 		if c.Args[2] != "--apiexportendpointslice-ref=my-export" || slices.Contains(c.Args, "--apiexport-ref=legacy") {
 			t.Errorf("args = %v", c.Args)
-		}
-	})
-	t.Run("PDB with maxUnavailable", func(t *testing.T) {
-		objs := render(t, with(map[string]any{"podDisruptionBudget": map[string]any{"enabled": true}}))
-		pdb := get[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", fullname)
-		if pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 || pdb.Spec.MinAvailable != nil {
-			t.Errorf("PDB spec = %+v", pdb.Spec)
 		}
 	})
 	t.Run("CRD without keep", func(t *testing.T) {

@@ -103,13 +103,14 @@ func switchesOff() map[string]any {
 		"rbac":           map[string]any{"create": false},
 		// Grants no delete and no list of every type.
 		"deleteCreatedNamespaces": false,
+		"podDisruptionBudget":     map[string]any{"enabled": false},
 	})
 }
 
 // nonDefaultValueSets are the value sets that, together, set every value
 // of values.yaml to something other than its default.
 func nonDefaultValueSets() map[string]map[string]any {
-	return map[string]map[string]any{"allValues": allValues(), "switchesOff": switchesOff()}
+	return map[string]map[string]any{"allValues": allValues(), "switchesOff": switchesOff(), "knobs": knobs()}
 }
 
 // leaf is one documented value: its dotted path, its default and the

@@ -31,6 +31,18 @@ when it already contains the chart name, else <release>-<chart name>.
 {{- end -}}
 
 {{/*
+The agent's image: pinned by image.digest when set (the tag is then left
+out: the digest alone names what runs), else repository:tag.
+*/}}
+{{- define "api-syncagent.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (include "api-syncagent.version" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Selector labels. They are those of the reference chart and must not change:
 a Deployment's selector is immutable.
 */}}

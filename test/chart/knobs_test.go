@@ -1,0 +1,143 @@
+package chart
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+)
+
+const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// knobs sets the values people reach for first: an image pinned by
+// digest, other keys in the kubeconfig Secrets, environment variables.
+func knobs() map[string]any {
+	return with(map[string]any{
+		"image":            map[string]any{"digest": testDigest},
+		"kubeconfig":       "service-kc",
+		"kcpKubeconfigKey": "kcp.yaml",
+		"kubeconfigKey":    "service.yaml",
+		"extraEnv": []any{
+			map[string]any{"name": "GOMEMLIMIT", "value": "400MiB"},
+			map[string]any{"name": "HTTPS_PROXY", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "proxy", "key": "url"}}},
+		},
+	})
+}
+
+// TestRender_knobs: each knob shows in the Pod as a user would check it.
+func TestRender_knobs(t *testing.T) {
+	objs := render(t, knobs())
+	d := get[appsv1.Deployment](t, objs, "Deployment", fullname)
+	c := agentContainer(t, d)
+
+	t.Run("image.digest pins the image and leaves the tag out", func(t *testing.T) {
+		diff(t, "image", "ghcr.io/kcp-syncagent/api-syncagent@"+testDigest, c.Image)
+	})
+	t.Run("kubeconfig keys", func(t *testing.T) {
+		for _, want := range []string{"--kcp-kubeconfig=/etc/api-syncagent/kcp/kcp.yaml", "--kubeconfig=/etc/api-syncagent/cluster/service.yaml"} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("args = %v, want %s", c.Args, want)
+			}
+		}
+		// The whole Secret is mounted: the flag names the key's file.
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil && len(v.Secret.Items) > 0 {
+				t.Errorf("volume %s mounts only some keys: %v", v.Name, v.Secret.Items)
+			}
+		}
+	})
+	t.Run("extraEnv comes after the chart's own variables", func(t *testing.T) {
+		var names []string
+		for _, e := range c.Env {
+			names = append(names, e.Name)
+		}
+		diff(t, "env names", []string{"POD_NAMESPACE", "AGENT_NAME", "GOMEMLIMIT", "HTTPS_PROXY"}, names)
+		proxy := c.Env[3]
+		if proxy.ValueFrom == nil || proxy.ValueFrom.SecretKeyRef == nil || proxy.ValueFrom.SecretKeyRef.Key != "url" {
+			t.Errorf("HTTPS_PROXY = %+v, want its valueFrom kept", proxy)
+		}
+	})
+	t.Run("defaults", func(t *testing.T) {
+		c := agentContainer(t, get[appsv1.Deployment](t, render(t, required()), "Deployment", fullname))
+		if !slices.Contains(c.Args, "--kcp-kubeconfig=/etc/api-syncagent/kcp/kubeconfig") || len(c.Env) != 2 || strings.Contains(c.Image, "@") {
+			t.Errorf("defaults: image %q, args %v, env %v", c.Image, c.Args, c.Env)
+		}
+	})
+}
+
+// TestRender_podDisruptionBudget: on by default whenever two or more
+// replicas run, never for one (it would block every drain or protect
+// nothing), never when turned off.
+func TestRender_podDisruptionBudget(t *testing.T) {
+	tests := []struct {
+		name   string
+		values map[string]any
+		want   bool
+	}{
+		{"default (2 replicas)", nil, true},
+		{"3 replicas", map[string]any{"replicas": 3}, true},
+		{"1 replica", map[string]any{"replicas": 1}, false},
+		{"turned off", map[string]any{"podDisruptionBudget": map[string]any{"enabled": false}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := render(t, with(tt.values))
+			pdb := Find(objs, "PodDisruptionBudget", fullname)
+			if (pdb != nil) != tt.want {
+				t.Fatalf("PodDisruptionBudget rendered: %v, want %v", pdb != nil, tt.want)
+			}
+			if pdb == nil {
+				return
+			}
+			spec := get[policyv1.PodDisruptionBudget](t, objs, "PodDisruptionBudget", fullname).Spec
+			if spec.MaxUnavailable == nil || spec.MaxUnavailable.IntValue() != 1 || spec.MinAvailable != nil {
+				t.Errorf("PDB spec = %+v, want maxUnavailable 1", spec)
+			}
+		})
+	}
+}
+
+// TestSchema_rejectsBadKnobs: values the schema refuses before anything
+// renders.
+func TestSchema_rejectsBadKnobs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"a digest without its algorithm", map[string]any{"image": map[string]any{"digest": "0123abcd"}}, "digest"},
+		{"a key with a slash", map[string]any{"kcpKubeconfigKey": "../kubeconfig"}, "kcpKubeconfigKey"},
+		{"an env entry without a name", map[string]any{"extraEnv": []any{map[string]any{"value": "x"}}}, "name"},
+		{"an env entry that replaces the chart's", map[string]any{"extraEnv": []any{map[string]any{"name": "AGENT_NAME", "value": "x"}}}, "extraEnv"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(release, namespace, with(tc.values))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want a schema error naming %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNotes_referenceImage: a values file that still pins the reference's
+// image runs the reference agent; the notes after the install say so.
+func TestNotes_referenceImage(t *testing.T) {
+	for _, tc := range []struct {
+		repository string
+		warned     bool
+	}{
+		{"ghcr.io/kcp-dev/api-syncagent", true},
+		{"mirror.example.com/kcp-dev/api-syncagent", true},
+		{"ghcr.io/kcp-syncagent/api-syncagent", false},
+	} {
+		notes, err := Notes(release, namespace, with(map[string]any{"image": map[string]any{"repository": tc.repository}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(notes, "runs the reference agent"); got != tc.warned {
+			t.Errorf("image.repository %s: warned %v, want %v:\n%s", tc.repository, got, tc.warned, notes)
+		}
+	}
+}
