@@ -60,6 +60,7 @@ for name in $(sed -n 's/^E2E_OTHER_KCP_RUN ?= //p' Makefile | tr -d '^$()' | tr 
   grep -q "$pattern" test/e2e/*_test.go || { echo "E2E_OTHER_KCP_RUN names $name, which is not a test in test/e2e" >&2; fail=1; }
 done
 
+hack/check-doc-references.sh || fail=1
 # The GitHub Actions workflows (actionlint, built from the Go module proxy).
 actionlint=$(hack/build-tool.sh hack/tools/actionlint github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint actionlint tools)
 "$actionlint" .github/workflows/*.yml || fail=1
