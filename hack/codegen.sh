@@ -6,8 +6,10 @@ cd "$(dirname "$0")/.."
 
 controller_gen=$(hack/build-tool.sh hack/tools/controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen controller-gen tools)
 
+# The generated code starts with hack/boilerplate.go.txt (the license
+# header), as the code generators' below.
 (cd sdk && "$controller_gen" \
-  object \
+  object:headerFile=../hack/boilerplate.go.txt \
   paths=./apis/...)
 
 (cd sdk && "$controller_gen" \
