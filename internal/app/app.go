@@ -35,6 +35,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
@@ -391,17 +392,20 @@ const readinessReadTimeout = time.Second
 
 // publishedResourcesReady reads, from the cache, whether each selected
 // PublishedResource is Ready (sync_agent_published_resource_ready).
-func publishedResourcesReady(c ctrlruntimeclient.Reader, selector labels.Selector) func() map[string]bool {
-	return func() map[string]bool {
+func publishedResourcesReady(c ctrlruntimeclient.Reader, selector labels.Selector) func() map[string]metrics.Readiness {
+	return func() map[string]metrics.Readiness {
 		ctx, cancel := context.WithTimeout(context.Background(), readinessReadTimeout)
 		defer cancel()
 		prs, err := selection.List(ctx, c, selector)
 		if err != nil {
 			return nil
 		}
-		out := make(map[string]bool, len(prs))
+		out := make(map[string]metrics.Readiness, len(prs))
 		for i := range prs {
-			out[prs[i].Name] = meta.IsStatusConditionTrue(prs[i].Status.Conditions, syncagentv1alpha1.ConditionReady)
+			out[prs[i].Name] = metrics.Readiness{
+				Ready:  meta.IsStatusConditionTrue(prs[i].Status.Conditions, syncagentv1alpha1.ConditionReady),
+				Reason: conditions.ReadyReason(prs[i].Status.Conditions),
+			}
 		}
 		return out
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -19,7 +20,11 @@ func TestPublishedResourcesReady(t *testing.T) {
 			p.Labels = map[string]string{"team": "a"}
 		}
 		if ready != "" {
-			p.Status.Conditions = []metav1.Condition{{Type: syncagentv1alpha1.ConditionReady, Status: ready, Reason: "X", LastTransitionTime: metav1.Now()}}
+			reason := syncagentv1alpha1.ReasonReady
+			if ready != metav1.ConditionTrue {
+				reason = syncagentv1alpha1.ReasonNoEndpoints
+			}
+			p.Status.Conditions = []metav1.Condition{{Type: syncagentv1alpha1.ConditionReady, Status: ready, Reason: reason, LastTransitionTime: metav1.Now()}}
 		}
 		return p
 	}
@@ -30,7 +35,12 @@ func TestPublishedResourcesReady(t *testing.T) {
 		pr("other-agent", false, metav1.ConditionTrue),
 	).Build()
 	got := publishedResourcesReady(c, labels.SelectorFromSet(labels.Set{"team": "a"}))()
-	if diff := cmp.Diff(map[string]bool{"ready": true, "failing": false, "new": false}, got); diff != "" {
+	want := map[string]metrics.Readiness{
+		"ready":   {Ready: true, Reason: "Ready"},
+		"failing": {Reason: "NoEndpoints"},
+		"new":     {Reason: "Unknown"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("readiness (-want +got):\n%s", diff)
 	}
 }

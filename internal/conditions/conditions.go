@@ -6,6 +6,7 @@ package conditions
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -51,6 +52,36 @@ func Ready(conds []metav1.Condition, generation int64) metav1.Condition {
 		return ready
 	}
 	return ready
+}
+
+// readyReasons are the reasons a Ready condition written by this agent can
+// have: True's, and those of the conditions it copies.
+var readyReasons = sets.New(
+	syncagentv1alpha1.ReasonReady,
+	syncagentv1alpha1.ReasonSchemaAvailable, syncagentv1alpha1.ReasonSourceNotFound, syncagentv1alpha1.ReasonVersionSelectionFailed,
+	syncagentv1alpha1.ReasonInvalidProjection, syncagentv1alpha1.ReasonProtectedGroup, syncagentv1alpha1.ReasonSchemaConflict,
+	syncagentv1alpha1.ReasonSchemaCreateFailed,
+	syncagentv1alpha1.ReasonSchemaExported, syncagentv1alpha1.ReasonAPIExportNotFound, syncagentv1alpha1.ReasonWaitingForSchema,
+	syncagentv1alpha1.ReasonExportUpdateFailed,
+	syncagentv1alpha1.ReasonRunning, syncagentv1alpha1.ReasonSyncDisabled, syncagentv1alpha1.ReasonResourceNotServed,
+	syncagentv1alpha1.ReasonNoEndpoints, syncagentv1alpha1.ReasonEndpointUnreachable, syncagentv1alpha1.ReasonControllerStartFailed,
+	syncagentv1alpha1.ReasonReleasing, syncagentv1alpha1.ReasonControllerStarting, syncagentv1alpha1.ReasonSourceConflict,
+	syncagentv1alpha1.ReasonValid, syncagentv1alpha1.ReasonAmbiguousConfiguration, syncagentv1alpha1.ReasonInvalidConfiguration,
+)
+
+// ReadyReason is the reason of the Ready condition in conds, for a metric
+// label: Unknown without a Ready condition, Other for a reason this agent
+// never writes (another writer's), so the label takes a bounded set of
+// values.
+func ReadyReason(conds []metav1.Condition) string {
+	c := meta.FindStatusCondition(conds, syncagentv1alpha1.ConditionReady)
+	switch {
+	case c == nil:
+		return "Unknown"
+	case readyReasons.Has(c.Reason):
+		return c.Reason
+	}
+	return "Other"
 }
 
 // Apply sets own (keeping its transition time when the status does not

@@ -1,6 +1,9 @@
 package conditions
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,5 +74,31 @@ func TestApply(t *testing.T) {
 	Apply(status, own, 2)
 	if r := Ready(status.Conditions, 2); r.Reason != "NoEndpoints" || len(status.Conditions) != 3 {
 		t.Errorf("foreign condition lost or ignored: %+v", status.Conditions)
+	}
+}
+
+// TestReadyReasonKnowsEveryReason: every reason the API defines is a value
+// of the ready metric's reason label as it is; anything else is Other.
+func TestReadyReasonKnowsEveryReason(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "sdk", "apis", "syncagent", "v1alpha1", "conditions.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := regexp.MustCompile(`(?m)^\s*Reason[A-Za-z]+\s*=\s*"([A-Za-z]+)"|^const Reason[A-Za-z]+ = "([A-Za-z]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(reasons) < 20 {
+		t.Fatalf("found %d reasons in the API: the extraction is broken", len(reasons))
+	}
+	for _, m := range reasons {
+		reason := m[1] + m[2]
+		conds := []metav1.Condition{{Type: syncagentv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason}}
+		if got := ReadyReason(conds); got != reason {
+			t.Errorf("ReadyReason(%s) = %s", reason, got)
+		}
+	}
+	if got := ReadyReason([]metav1.Condition{{Type: syncagentv1alpha1.ConditionReady, Reason: "SomeoneElses"}}); got != "Other" {
+		t.Errorf("a foreign reason = %s, want Other", got)
+	}
+	if got := ReadyReason(nil); got != "Unknown" {
+		t.Errorf("no Ready condition = %s, want Unknown", got)
 	}
 }

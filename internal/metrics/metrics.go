@@ -293,21 +293,31 @@ func init() { //nolint:gochecknoinits // see above.
 }
 
 var descReady = prometheus.NewDesc("sync_agent_published_resource_ready",
-	"1 when the PublishedResource's Ready condition is True, else 0 (every selected PublishedResource; every replica reports it).", []string{"published_resource"}, nil)
+	"1 when the PublishedResource's Ready condition is True, else 0 (every selected PublishedResource; every replica reports it); reason is the condition's reason (Unknown without one, Other for a reason this agent does not write).",
+	[]string{"published_resource", "reason"}, nil)
+
+// Readiness is what sync_agent_published_resource_ready says of one
+// PublishedResource.
+type Readiness struct {
+	Ready bool
+	// Reason is the Ready condition's reason, from a bounded set.
+	Reason string
+}
 
 // readinessCollector reports the readiness of the selected
 // PublishedResources, read at scrape time from the source set by
-// SetReadiness.
+// SetReadiness: the series of a PublishedResource that is gone or no
+// longer selected go with it.
 type readinessCollector struct {
 	mu     sync.Mutex
-	source func() map[string]bool
+	source func() map[string]Readiness
 }
 
 var readiness = &readinessCollector{}
 
 // SetReadiness makes sync_agent_published_resource_ready come from source
 // (nil: none).
-func SetReadiness(source func() map[string]bool) {
+func SetReadiness(source func() map[string]Readiness) {
 	readiness.mu.Lock()
 	defer readiness.mu.Unlock()
 	readiness.source = source
@@ -322,12 +332,12 @@ func (r *readinessCollector) Collect(ch chan<- prometheus.Metric) {
 	if source == nil {
 		return
 	}
-	for name, ready := range source() {
+	for name, st := range source() {
 		v := 0.0
-		if ready {
+		if st.Ready {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, v, name)
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, v, name, st.Reason)
 	}
 }
 

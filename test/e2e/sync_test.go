@@ -171,11 +171,21 @@ func TestSyncRoundTrip(t *testing.T) {
 		{"workspaces engaged", sumSamples(body, "sync_agent_workspaces_engaged"), 1, 1},
 		{"running controllers", sumSamples(body, "sync_agent_sync_controllers_by_state", `state="running"`), 1, 1},
 		{"build info", sumSamples(body, "sync_agent_build_info"), 1, 1},
+		{"Ready, with the condition's reason", sumSamples(body, "sync_agent_published_resource_ready", pr, `reason="Ready"`), 1, 1},
 	} {
 		if tc.got < tc.min || tc.got > tc.max {
 			t.Errorf("metrics: %s = %v, want %v to %v", tc.what, tc.got, tc.min, tc.max)
 		}
 	}
+
+	// A deleted PublishedResource takes its series with it: no dashboard
+	// or alert goes on showing it.
+	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
+	framework.WaitFor(t, syncTimeout, "the series of the deleted PublishedResource to go", func(context.Context) (bool, error) {
+		body := scrape(t, agent)
+		return strings.Contains(body, "sync_agent_build_info") && !strings.Contains(body, pr), nil
+	})
+	agent.NoErrors(t)
 }
 
 // TestDemoScenario: what `make demo` sets up (the consumer bound before the

@@ -88,6 +88,7 @@ var Conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
 	ctrlmetrics.Registry.MustRegister(Conflicts)
+	metrics.ForgetWithPublishedResource(Conflicts.MetricVec)
 }
 
 // ErrLocalTypeNotSynced means the local copies of the type could not be

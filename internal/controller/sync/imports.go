@@ -23,6 +23,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/imports"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -47,6 +48,7 @@ var Imports = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
 	ctrlmetrics.Registry.MustRegister(Imports)
+	metrics.ForgetWithPublishedResource(Imports.MetricVec)
 }
 
 // importListTimeout bounds the read of a newly engaged workspace's import

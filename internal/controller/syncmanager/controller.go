@@ -52,6 +52,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/nsmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -584,6 +585,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// finalizer (the agent may not patch PublishedResources): then
 			// one pass releases what its controller synced.
 			r.releaseStopped(ctx, req.Name, urls)
+			metrics.ForgetPublishedResource(req.Name)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, err
@@ -713,6 +715,11 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		return reconcile.Result{RequeueAfter: r.backoff(r.releasing, pr.Name)}, nil
 	}
 	res, err := r.setReleaseFinalizer(ctx, pr, false)
+	if err == nil && res.IsZero() {
+		// Released: its series go (another agent that selects it reports
+		// its own).
+		metrics.ForgetPublishedResource(pr.Name)
+	}
 	if err == nil && res.IsZero() && r.ReleaseOnly {
 		r.servedMu.Lock()
 		if r.released == nil {

@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// TestForgetPublishedResource: after the forget, no series of the
+// agent's registry names the PublishedResource; another's stay.
+func TestForgetPublishedResource(t *testing.T) {
+	other := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "test_forget_total", Help: "test"}, []string{"published_resource"})
+	ForgetWithPublishedResource(other.MetricVec)
+	for _, pr := range []string{"gone", "stays"} {
+		SyncControllerStarts.WithLabelValues(pr).Inc()
+		PatrolRuns.WithLabelValues(pr).Inc()
+		PatrolDriftFound.WithLabelValues(pr, "copy-missing").Inc()
+		PatrolRepaired.WithLabelValues(pr, "copy-missing").Inc()
+		PatrolDuration.WithLabelValues(pr).Observe(1)
+		SyncOperations.WithLabelValues(pr, "create", "success").Inc()
+		SyncErrors.WithLabelValues(pr, "Forbidden").Inc()
+		SyncLatency.WithLabelValues(pr, "down").Observe(0.1)
+		other.WithLabelValues(pr).Inc()
+	}
+	if n := ForgetPublishedResource("gone"); n != 9 {
+		t.Errorf("forgot %d series, want 9", n)
+	}
+	families, err := ctrlmetrics.Registry.(prometheus.Gatherer).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stays := 0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "published_resource" {
+					continue
+				}
+				switch l.GetValue() {
+				case "gone":
+					t.Errorf("%s still has a series of the forgotten PublishedResource", f.GetName())
+				case "stays":
+					stays++
+				}
+			}
+		}
+	}
+	if stays < 8 {
+		t.Errorf("%d series of the other PublishedResource in the registry, want at least 8", stays)
+	}
+	if got := testutil.ToFloat64(other.WithLabelValues("stays")); got != 1 {
+		t.Errorf("the other PublishedResource's counter = %v", got)
+	}
+}
