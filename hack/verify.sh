@@ -61,6 +61,11 @@ for name in $(sed -n 's/^E2E_OTHER_KCP_RUN ?= //p' Makefile | tr -d '^$()' | tr 
 done
 
 hack/check-doc-references.sh || fail=1
+# CHANGELOG.md is in the Keep a Changelog format (hack/changelog, a module
+# of its own: vetted and kept tidy here).
+(cd hack/changelog && go vet ./... && go mod tidy -diff >/dev/null) || { echo "hack/changelog: go vet failed or go.mod is not tidy" >&2; fail=1; }
+go -C hack/changelog run . -file "$PWD/CHANGELOG.md" check || fail=1
+
 # The GitHub Actions workflows (actionlint, built from the Go module proxy).
 actionlint=$(hack/build-tool.sh hack/tools/actionlint github.com/rhysd/actionlint github.com/rhysd/actionlint/cmd/actionlint actionlint tools)
 "$actionlint" .github/workflows/*.yml || fail=1
