@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	stdlog "log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 var created = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -400,7 +402,8 @@ func TestPushToARegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := host + "/team/api-syncagent:v1.2.3"
-	if err := run([]string{"push", "-layout", filepath.Join(out, "oci"), "-image", ref}); err != nil {
+	digestFile := filepath.Join(t.TempDir(), "pushed")
+	if err := run([]string{"push", "-layout", filepath.Join(out, "oci"), "-image", ref, "-digest-file", digestFile}); err != nil {
 		t.Fatal(err)
 	}
 	local, err := indexOf(filepath.Join(out, "oci"))
@@ -426,5 +429,63 @@ func TestPushToARegistry(t *testing.T) {
 	}
 	if len(m.Manifests) != 2 {
 		t.Errorf("the pushed index has %d manifests, want 2", len(m.Manifests))
+	}
+
+	// The digest file names the pushed index by digest (what the release
+	// signs), in the repository it was pushed to.
+	data, err := os.ReadFile(digestFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := host + "/team/api-syncagent@" + got.String() + "\n"; string(data) != want {
+		t.Errorf("digest file %q, want %q", data, want)
+	}
+	byDigest, err := name.NewDigest(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idx, err := remote.Index(byDigest); err != nil {
+		t.Errorf("the digest file's reference: %v", err)
+	} else if d, _ := idx.Digest(); d != want {
+		t.Errorf("the digest file's reference is %s, want the built index %s", d, want)
+	}
+}
+
+// TestPushChecksWhatTheRegistryHolds: when the registry serves another
+// manifest under the tag after the push (someone pushed over it), push
+// fails and writes no digest file, so the release signs nothing it did not
+// push.
+func TestPushChecksWhatTheRegistryHolds(t *testing.T) {
+	reg := registry.New(registry.Logger(stdlog.New(io.Discard, "", 0)))
+	other := "sha256:" + strings.Repeat("0", 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && strings.HasSuffix(r.URL.Path, "/manifests/v1.2.3") {
+			w.Header().Set("Content-Type", string(types.OCIImageIndex))
+			w.Header().Set("Docker-Content-Digest", other)
+			w.Header().Set("Content-Length", "2")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+
+	out := t.TempDir()
+	args := []string{"build", "-out", out, "-image", "local/api-syncagent:dev", "-version", "v1.2.3"}
+	for arch, p := range fakeBinaries(t) {
+		args = append(args, "-binary", arch+"="+p)
+	}
+	if err := run(args); err != nil {
+		t.Fatal(err)
+	}
+	digestFile := filepath.Join(t.TempDir(), "pushed")
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/team/api-syncagent:v1.2.3"
+	err := run([]string{"push", "-layout", filepath.Join(out, "oci"), "-image", ref, "-digest-file", digestFile})
+	if err == nil || !strings.Contains(err.Error(), "is "+other+" after the push") {
+		t.Errorf("push over a tag the registry serves as another manifest: %v", err)
+	}
+	if _, err := os.Stat(digestFile); !os.IsNotExist(err) {
+		t.Errorf("a digest file was written: %v", err)
 	}
 }

@@ -26,8 +26,10 @@ const usage = `usage:
       writes DIR/oci (an OCI image layout holding the multi-architecture index, tagged REF)
       and DIR/api-syncagent-ARCH.tar (one image per architecture, tagged REF, for docker load
       or kind load image-archive); prints the index digest
-  image push -layout DIR/oci -image REF
-      pushes the index of the layout to REF with the credentials of ~/.docker/config.json
+  image push -layout DIR/oci -image REF [-digest-file FILE]
+      pushes the index of the layout to REF with the credentials of ~/.docker/config.json;
+      -digest-file: writes REPOSITORY@DIGEST of what the registry then holds under REF (the
+      index pushed; checked) to FILE, for signing by digest
   image login -registry HOST -username USER < password
       stores the credentials in ~/.docker/config.json ($DOCKER_CONFIG), where push and helm read them`
 
@@ -152,6 +154,7 @@ func push(args []string) error {
 	fs := flag.NewFlagSet("push", flag.ContinueOnError)
 	dir := fs.String("layout", "", "the OCI layout written by build")
 	ref := fs.String("image", "", "where to push")
+	digestFile := fs.String("digest-file", "", "where to write REPOSITORY@DIGEST of the pushed index")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -166,7 +169,8 @@ func push(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.WriteIndex(tag, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
+	if err := remote.WriteIndex(tag, idx, auth); err != nil {
 		return err
 	}
 	digest, err := idx.Digest()
@@ -174,7 +178,19 @@ func push(args []string) error {
 		return err
 	}
 	fmt.Printf("pushed %s@%s\n", tag, digest)
-	return nil
+	if *digestFile == "" {
+		return nil
+	}
+	// What gets signed is what the registry serves under the tag: ask it,
+	// rather than trusting the local digest.
+	desc, err := remote.Head(tag, auth)
+	if err != nil {
+		return fmt.Errorf("reading %s back: %w", tag, err)
+	}
+	if desc.Digest != digest {
+		return fmt.Errorf("%s is %s after the push of %s (pushed over by someone else?)", tag, desc.Digest, digest)
+	}
+	return os.WriteFile(*digestFile, []byte(tag.Context().Digest(digest.String()).String()+"\n"), 0o644)
 }
 
 // login stores a registry's credentials in the docker configuration (the
