@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/parser"
-	"gopkg.in/yaml.v3"
 )
 
 var root = filepath.Join("..", "..")
@@ -91,22 +90,9 @@ func docQueries(t *testing.T) []query {
 }
 
 func alertQueries(t *testing.T) []query {
-	var doc struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(read(t, "deploy", "charts", "api-syncagent", "files", "alerts.yaml"), &doc); err != nil {
-		t.Fatal(err)
-	}
 	var out []query
-	for _, g := range doc.Groups {
-		for _, r := range g.Rules {
-			out = append(out, query{"alert " + r.Alert, r.Expr})
-		}
+	for _, r := range alertRules(t) {
+		out = append(out, query{"alert " + r.Alert, r.fill(testSelector)})
 	}
 	return out
 }

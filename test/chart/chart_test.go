@@ -436,9 +436,10 @@ func TestRender_allValues(t *testing.T) {
 			alerts = append(alerts, r.(map[string]any)["alert"].(string))
 		}
 	}
+	// No leader election: no SyncAgentNoLeader; SyncAgentPatrolDrift turned off.
 	diff(t, "alerts", []string{
-		"SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck", "SyncAgentNoLeader",
-		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed", "SyncAgentPatrolDrift",
+		"SyncAgentDown", "SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck",
+		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed",
 	}, alerts)
 	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-dashboard")
 	if dashboard.Labels["grafana_dashboard"] != "yes" || dashboard.Annotations["grafana_folder"] != "kcp" {

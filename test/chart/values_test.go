@@ -63,7 +63,11 @@ func allValues() map[string]any {
 				"relabelings":       []any{map[string]any{"action": "labeldrop", "regex": "pod"}},
 				"metricRelabelings": []any{map[string]any{"action": "drop", "regex": "go_.*", "sourceLabels": []any{"__name__"}}},
 			},
-			"prometheusRule": map[string]any{"enabled": true, "labels": map[string]any{"role": "alert-rules"}},
+			"prometheusRule": map[string]any{
+				"enabled": true, "labels": map[string]any{"role": "alert-rules"}, "alertLabels": map[string]any{"team": "platform"},
+				"selector": `job="agents"`, "runbookBaseURL": "https://docs.example.com/runbooks.md",
+				"alerts": map[string]any{"SyncAgentPatrolDrift": map[string]any{"enabled": false}, "SyncAgentQueueStuck": map[string]any{"threshold": 600, "for": "10m", "severity": "critical"}},
+			},
 			"dashboard": map[string]any{
 				"enabled": true, "labels": map[string]any{"grafana_dashboard": "yes"},
 				"annotations": map[string]any{"grafana_folder": "kcp"}, "namespace": "monitoring",
