@@ -28,7 +28,7 @@ func TestShippedQueries(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	for _, q := range queries {
 		// Grafana's variables are not PromQL: give them a value.
-		expr := strings.NewReplacer("$published_resource", "things", "${datasource}", "x").Replace(q.expr)
+		expr := strings.NewReplacer("$published_resource", "things", "$cluster", "c", "$namespace", "agents", "$job", "agent-metrics", "${datasource}", "x").Replace(q.expr)
 		ast, err := p.ParseExpr(expr)
 		if err != nil {
 			t.Errorf("%s: %q does not parse: %v", q.where, q.expr, err)
@@ -121,11 +121,16 @@ func dashboardQueries(t *testing.T) []query {
 		}
 	}
 	// label_values(metric, label) is Grafana's: its metric must exist.
-	labelValues := regexp.MustCompile(`^label_values\(([a-z_:]+),`)
+	labelValues := regexp.MustCompile(`^label_values\(([a-z_:]+)[{,]`)
+	variables := 0
 	for _, v := range doc.Templating.List {
 		if m := labelValues.FindStringSubmatch(v.Definition); m != nil {
 			out = append(out, query{"dashboard variable", m[1]})
+			variables++
 		}
+	}
+	if variables < 4 {
+		t.Errorf("found %d label_values variables in the dashboard: the extraction is broken", variables)
 	}
 	return out
 }

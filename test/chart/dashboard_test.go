@@ -1,0 +1,104 @@
+package chart
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// dashboard is what the test reads of a rendered Grafana dashboard.
+type dashboard struct {
+	UID    string `json:"uid"`
+	Title  string `json:"title"`
+	Panels []struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+	Templating struct {
+		List []struct {
+			Name       string `json:"name"`
+			Definition string `json:"definition"`
+			Current    struct {
+				Value any `json:"value"`
+			} `json:"current"`
+		} `json:"list"`
+	} `json:"templating"`
+}
+
+// renderDashboard renders the dashboard ConfigMap of release in namespace
+// and returns its file name and dashboard.
+func renderDashboard(t *testing.T, release string) (string, dashboard) {
+	t.Helper()
+	objs, err := Render(release, namespace, with(map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", release+"-api-syncagent-dashboard")
+	if len(cm.Data) != 1 {
+		t.Fatalf("dashboard ConfigMap data keys: %d, want 1", len(cm.Data))
+	}
+	for key, data := range cm.Data {
+		var d dashboard
+		if err := json.Unmarshal([]byte(data), &d); err != nil {
+			t.Fatal(err)
+		}
+		return key, d
+	}
+	return "", dashboard{}
+}
+
+// TestDashboard_twoReleasesInOneNamespace: two releases in one namespace
+// get dashboards that Grafana's sidecar keeps apart (uid, title and file
+// name differ), each preset to its own release, and every query of both
+// is scoped by the cluster, namespace and job variables, so no panel adds
+// up several agents unless the viewer picks them.
+func TestDashboard_twoReleasesInOneNamespace(t *testing.T) {
+	keyA, a := renderDashboard(t, "team-a")
+	keyB, b := renderDashboard(t, "team-b")
+	if a.UID == b.UID || a.Title == b.Title || keyA == keyB {
+		t.Errorf("two releases collide: uid %q/%q, title %q/%q, file %q/%q", a.UID, b.UID, a.Title, b.Title, keyA, keyB)
+	}
+	for _, d := range []dashboard{a, b} {
+		if len(d.UID) > 40 {
+			t.Errorf("uid %q is longer than Grafana's 40 characters", d.UID)
+		}
+	}
+	scope := []string{`cluster=~"$cluster"`, `namespace=~"$namespace"`, `job=~"$job"`}
+	selector := regexp.MustCompile(`\b(sync_agent_[a-z_]+|leader_election_[a-z_]+)(\{[^}]*\})?`)
+	queries := 0
+	for _, p := range a.Panels {
+		for _, tg := range p.Targets {
+			for _, m := range selector.FindAllStringSubmatch(tg.Expr, -1) {
+				queries++
+				for _, s := range scope {
+					if !strings.Contains(m[2], s) {
+						t.Errorf("panel %q: %s lacks %s", p.Title, m[0], s)
+					}
+				}
+			}
+		}
+	}
+	if queries < 15 {
+		t.Errorf("found %d selectors in the panels: the extraction is broken", queries)
+	}
+	vars := map[string]any{}
+	for _, v := range a.Templating.List {
+		vars[v.Name] = v.Current.Value
+		if v.Name == "published_resource" && !strings.Contains(v.Definition, `job=~"$job"`) {
+			t.Errorf("the PublishedResource variable lists every agent's: %s", v.Definition)
+		}
+	}
+	for _, name := range []string{"datasource", "cluster", "namespace", "job", "published_resource"} {
+		if _, ok := vars[name]; !ok {
+			t.Errorf("no %s variable", name)
+		}
+	}
+	if vars["namespace"] != namespace || vars["job"] != "team-a-api-syncagent-metrics" {
+		t.Errorf("variables preset to namespace %v, job %v; want the release's", vars["namespace"], vars["job"])
+	}
+}
