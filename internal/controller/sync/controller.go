@@ -36,7 +36,6 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
 	"github.com/kcp-syncagent/api-syncagent/internal/fairqueue"
-	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -668,20 +667,6 @@ func (p *pass) trace(ctx context.Context, res reconcile.Result, err, cause error
 	l.Info("Sync pass", kv...)
 }
 
-// passEvents records the Events of a pass of the run whose context is run
-// on the kcp object, except while the write fence is closed: this replica
-// may no longer lead, and what the pass found may be the new leader's work
-// under way (a copy whose record it deleted a moment ago looks like
-// someone else's).
-func passEvents(run context.Context, recorder record.EventRecorder) syncer.EventFunc {
-	return func(o ctrlruntimeclient.Object, eventType, reason, message string) {
-		if fence.Closed(run) {
-			return
-		}
-		recorder.Event(o, eventType, reason, message)
-	}
-}
-
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
 	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
@@ -765,13 +750,15 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 	}
 
 	s := *r.syncer
-	s.Event = passEvents(run, recorder)
+	events := &passEvents{}
+	s.Event = events.record
 	r.count(&s, &ws, req, p)
 	process := s.Process
 	if !synced {
 		process = s.ReleaseDeletedSources
 	}
 	res, err := process(ctx, ws, obj)
+	events.flush(run, err, recorder)
 	r.record(p)
 	if res.Imported != nil {
 		r.imported(ctx, req, obj, res.Imported, recorder)

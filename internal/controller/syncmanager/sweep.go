@@ -25,6 +25,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/emptyns"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -87,6 +88,16 @@ func (s *sweeper) Start(ctx context.Context) error {
 	}
 }
 
+// failed logs a failure of the sweep, unless the sweep was cut off because
+// the agent stops or may no longer lead (the next leader sweeps again).
+func (s *sweeper) failed(ctx context.Context, err error, msg string, kv ...any) {
+	if lifecycle.Quiet(ctx, err) {
+		s.log.V(1).Info(msg, append(kv, "error", err.Error())...)
+		return
+	}
+	s.log.Error(err, msg, kv...)
+}
+
 // NeedLeaderElection: only the leader deletes state.
 func (s *sweeper) NeedLeaderElection() bool { return true }
 
@@ -97,7 +108,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 	var secrets corev1.SecretList
 	if err := s.client.List(ctx, &secrets, ctrlruntimeclient.InNamespace(s.namespace),
 		ctrlruntimeclient.MatchingLabels{keys.ObjectState: "true", keys.AgentName: s.agentName}, ctrlruntimeclient.UnsafeDisableDeepCopy); err != nil {
-		s.log.Error(err, "Failed to list state Secrets for the orphan sweep")
+		s.failed(ctx, err, "Failed to list state Secrets for the orphan sweep")
 		return
 	}
 	// Listed once a part of the sweep needs it.
@@ -125,7 +136,7 @@ func (s *sweeper) sweep(ctx context.Context) {
 			continue
 		}
 		if ctrlruntimeclient.IgnoreNotFound(err) != nil {
-			s.log.Error(err, "Failed to delete an orphaned state Secret", "secret", secret.Name)
+			s.failed(ctx, err, "Failed to delete an orphaned state Secret", "secret", secret.Name)
 			continue
 		}
 		deleted++
@@ -240,7 +251,7 @@ func (s *sweeper) handOver(ctx context.Context, secret *corev1.Secret, gone []*u
 		if !cached {
 			var err error
 			if found, err = s.hasCopy(ctx, key.localGVK, p); err != nil {
-				s.log.Error(err, "Failed to look for the local copy of a vanished kcp object; its state stays", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(p.Namespace, p.Name))
+				s.failed(ctx, err, "Failed to look for the local copy of a vanished kcp object; its state stays", "cluster", cluster, "kind", gk.String(), "name", objmeta.QualifiedName(p.Namespace, p.Name))
 				return true
 			}
 			seen[p] = found
@@ -318,7 +329,7 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 	s.suspects, s.suspectsEndpoints = nil, ""
 	copies, err := s.listCopies(ctx)
 	if err != nil {
-		s.log.Error(err, "Failed to list local copies for the sweep of unbound workspaces")
+		s.failed(ctx, err, "Failed to list local copies for the sweep of unbound workspaces")
 		return
 	}
 	named := map[string]bool{}
@@ -363,7 +374,7 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 			continue
 		}
 		if err := s.client.Delete(ctx, c); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-			s.log.Error(err, "Failed to delete the local copy of a gone workspace", "kind", c.Kind, "namespace", c.GetNamespace(), "name", c.GetName())
+			s.failed(ctx, err, "Failed to delete the local copy of a gone workspace", "kind", c.Kind, "namespace", c.GetNamespace(), "name", c.GetName())
 			continue
 		}
 		metrics.GoneWorkspaceObjectsDeleted.WithLabelValues("copy").Inc()
@@ -375,7 +386,7 @@ func (s *sweeper) goneWorkspaces(ctx context.Context, secrets []corev1.Secret, b
 			continue
 		}
 		if err := s.client.Delete(ctx, sec.DeepCopy()); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-			s.log.Error(err, "Failed to delete the state of a gone workspace", "secret", sec.Name)
+			s.failed(ctx, err, "Failed to delete the state of a gone workspace", "secret", sec.Name)
 			continue
 		}
 		metrics.GoneWorkspaceObjectsDeleted.WithLabelValues("state").Inc()

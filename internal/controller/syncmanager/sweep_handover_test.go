@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -100,11 +102,18 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		return errors.New("connection refused")
 	}}
 
+	stopFails := interceptor.Funcs{List: func(context.Context, ctrlruntimeclient.WithWatch, ctrlruntimeclient.ObjectList, ...ctrlruntimeclient.ListOption) error {
+		return fmt.Errorf("client rate limiter Wait returned an error: %w", context.Canceled)
+	}}
+
 	for _, tc := range []struct {
 		name      string
 		state     *corev1.Secret
 		copy      *unstructured.Unstructured
 		readerErr bool
+		// stopping: the copies cannot be listed because the agent stops
+		// (the sweep's context is cancelled): no ERROR in the log.
+		stopping bool
 		// secrets: the copies are Secrets (in the agent's namespace, as
 		// state Secrets are), else Widgets.
 		secrets bool
@@ -126,6 +135,7 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		{name: "cluster-scoped object with its copy: kept", state: stateOf(clusterWidget), copy: copyOf(clusterWidget, "me", ""), wantKept: true, wantReqs: request(clusterWidget)},
 		{name: "Secrets synced, no copy (the state Secret is none): deleted", state: stateOf(widget), secrets: true},
 		{name: "copies cannot be listed: kept", state: stateOf(widget), copy: copyOf(widget, "me", ""), readerErr: true, wantKept: true},
+		{name: "copies cannot be listed, the agent stops: kept, quietly", state: stateOf(widget), copy: copyOf(widget, "me", ""), readerErr: true, stopping: true, wantKept: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := runtime.NewScheme()
@@ -143,7 +153,11 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 				WithIndex(&corev1.Secret{}, objmeta.RemoteIndex, objmeta.RemoteIndexValues).Build()
 			var reader ctrlruntimeclient.Reader = service
 			if tc.readerErr {
-				reader = interceptor.NewClient(service.(ctrlruntimeclient.WithWatch), listFails)
+				fails := listFails
+				if tc.stopping {
+					fails = stopFails
+				}
+				reader = interceptor.NewClient(service.(ctrlruntimeclient.WithWatch), fails)
 			}
 			if tc.ownState {
 				store := &state.Store{Client: service, Namespace: "agent-ns", AgentName: "me"}
@@ -167,9 +181,18 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 				key.localGVK = corev1.SchemeGroupVersion.WithKind("Secret")
 			}
 			f.controllers["widgets"] = &running{key: key, ctrl: ctrl}
-			sw := &sweeper{fleet: f, client: service, reader: reader, namespace: "agent-ns", agentName: "me", log: logr.Discard()}
+			errs := &errorSink{}
+			sw := &sweeper{fleet: f, client: service, reader: reader, namespace: "agent-ns", agentName: "me", log: logr.New(errs)}
 
-			sw.sweep(context.Background())
+			ctx, stop := context.WithCancel(context.Background())
+			if tc.stopping {
+				stop()
+			}
+			sw.sweep(ctx)
+			stop()
+			if logged := errs.count.Load(); tc.readerErr && logged != map[bool]int32{true: 0, false: 1}[tc.stopping] {
+				t.Errorf("%d ERROR lines logged, want one for a failure and none when the agent stops", logged)
+			}
 
 			err := service.Get(context.Background(), ctrlruntimeclient.ObjectKeyFromObject(tc.state), &corev1.Secret{})
 			switch {
@@ -186,3 +209,13 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		})
 	}
 }
+
+// errorSink is a logr.LogSink that counts the ERROR lines.
+type errorSink struct{ count atomic.Int32 }
+
+func (*errorSink) Init(logr.RuntimeInfo)            {}
+func (*errorSink) Enabled(int) bool                 { return true }
+func (*errorSink) Info(int, string, ...any)         {}
+func (e *errorSink) Error(error, string, ...any)    { e.count.Add(1) }
+func (e *errorSink) WithValues(...any) logr.LogSink { return e }
+func (e *errorSink) WithName(string) logr.LogSink   { return e }
