@@ -96,6 +96,32 @@ func series(name, labels, values string) string {
 	return "  " + name + "{" + labels + "} " + values + "\n"
 }
 
+// alternating is a metric that changes a label back and forth as the
+// agent reports it: labels a for aMinutes, then labels b for bMinutes, and
+// so on for minutes; the series that goes away gets a staleness marker,
+// as Prometheus gives it on the next scrape.
+func alternating(name, labels, a, aValue, b, bValue string, aMinutes, bMinutes, minutes int) string {
+	var va, vb []string
+	for i := range minutes {
+		inA := i%(aMinutes+bMinutes) < aMinutes
+		va = append(va, present(inA, aValue, len(va) > 0 && va[len(va)-1] == aValue))
+		vb = append(vb, present(!inA, bValue, len(vb) > 0 && vb[len(vb)-1] == bValue))
+	}
+	return series(name, labels+", "+a, strings.Join(va, " ")) + series(name, labels+", "+b, strings.Join(vb, " "))
+}
+
+// present is one sample: value, a staleness marker right after the series
+// was there, or none.
+func present(on bool, value string, wasOn bool) string {
+	switch {
+	case on:
+		return value
+	case wasOn:
+		return "stale"
+	}
+	return "_"
+}
+
 // ruleCase is one scenario of an alert: series, when to look, and the
 // alerts that fire then (none: silent).
 type ruleCase struct {
@@ -138,12 +164,26 @@ var ruleCases = map[string][]ruleCase{
 				series("leader_election_master_status", this+`, pod="b", name="syncagent.agent"`, "0x10")},
 		{name: "no replica up (SyncAgentDown's case)", at: 10 * time.Minute,
 			load: series("up", this+`, pod="a"`, "0x10")},
+		{name: "a handover: the leader goes, the standby leads a minute later", at: 15 * time.Minute,
+			load: series("up", this+`, pod="a"`, "1x5 0x10") + series("up", this+`, pod="b"`, "1x15") +
+				series("leader_election_master_status", this+`, pod="a", name="syncagent.agent"`, "1x5") +
+				series("leader_election_master_status", this+`, pod="b", name="syncagent.agent"`, "0x6 1x9")},
+		// Known and said in the alert: a leader Prometheus cannot scrape
+		// looks like none.
+		{name: "the leader runs but cannot be scraped", at: 10 * time.Minute,
+			load: series("up", this+`, pod="a"`, "0x10") + series("up", this+`, pod="b"`, "1x10") +
+				series("leader_election_master_status", this+`, pod="b", name="syncagent.agent"`, "0x10"),
+			want: []string{`{alertname="SyncAgentNoLeader"}`}},
 	},
 	"SyncAgentPublishedResourceNotReady": {
 		{name: "an unreachable endpoint for 10 minutes", at: 11 * time.Minute,
 			load: series("sync_agent_published_resource_ready", this+`, pod="a", published_resource="things", reason="EndpointUnreachable"`, "0x15") +
 				series("sync_agent_published_resource_ready", this+`, pod="a", published_resource="widgets", reason="Ready"`, "1x15"),
-			want: []string{`{alertname="SyncAgentPublishedResourceNotReady", namespace="agents", published_resource="things", reason="EndpointUnreachable"}`}},
+			want: []string{`{alertname="SyncAgentPublishedResourceNotReady", namespace="agents", published_resource="things"}`}},
+		{name: "a controller that keeps failing and retrying (its reason changes)", at: 30 * time.Minute,
+			load: alternating("sync_agent_published_resource_ready", this+`, pod="a", published_resource="things"`,
+				`reason="ControllerStartFailed"`, "0", `reason="ControllerStarting"`, "0", 5, 1, 40),
+			want: []string{`{alertname="SyncAgentPublishedResourceNotReady", namespace="agents", published_resource="things"}`}},
 		{name: "no consumer yet does not page", at: 30 * time.Minute,
 			load: series("sync_agent_published_resource_ready", this+`, pod="a", published_resource="things", reason="NoEndpoints"`, "0x40")},
 		{name: "synchronization turned off", at: 30 * time.Minute,
@@ -178,12 +218,17 @@ var ruleCases = map[string][]ruleCase{
 			load: series("sync_agent_endpoints_connected", this+`, pod="a"`, "0x40") + series("sync_agent_published_resource", this+`, pod="a"`, "0x40")},
 	},
 	"SyncAgentSyncControllerFailed": {
-		{name: "a controller failed for 10 minutes", at: 11 * time.Minute,
-			load: series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="failed"`, "1x15") +
-				series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="running"`, "2x15"),
+		{name: "a controller failed for 15 minutes", at: 16 * time.Minute,
+			load: series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="failed"`, "1x20") +
+				series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="running"`, "2x20"),
+			want: []string{`{alertname="SyncAgentSyncControllerFailed", namespace="agents"}`}},
+		{name: "a controller that keeps failing and retrying", at: 30 * time.Minute,
+			load: series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="failed"`, "1x4 0x0 1x4 0x0 1x4 0x0 1x4 0x0 1x4 0x0 1x4 0x0 1x4"),
 			want: []string{`{alertname="SyncAgentSyncControllerFailed", namespace="agents"}`}},
 		{name: "every controller runs", at: 15 * time.Minute,
 			load: series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="failed"`, "0x15")},
+		{name: "one failure that a retry fixed", at: 40 * time.Minute,
+			load: series("sync_agent_sync_controllers_by_state", this+`, pod="a", state="failed"`, "0x5 1x3 0x40")},
 	},
 	"SyncAgentKubeconfigReloadFailed": {
 		{name: "the new kubeconfig is rejected", at: 6 * time.Minute,

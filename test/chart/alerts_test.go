@@ -71,12 +71,14 @@ func renderedRules(t *testing.T, values map[string]any) map[string]renderedRule 
 	return out
 }
 
+// alertsOn turns the rules on, with the ServiceMonitor whose job they
+// select by default.
 func alertsOn(extra map[string]any) map[string]any {
 	rule := map[string]any{"enabled": true}
 	for k, v := range extra {
 		rule[k] = v
 	}
-	return with(map[string]any{"metrics": map[string]any{"prometheusRule": rule}})
+	return with(map[string]any{"metrics": map[string]any{"prometheusRule": rule, "serviceMonitor": map[string]any{"enabled": true}}})
 }
 
 // TestPrometheusRule_defaults: every alert of files/alerts.yaml is rendered
@@ -151,7 +153,7 @@ func troubleshootingAnchors(t *testing.T) map[string]bool {
 func TestPrometheusRule_values(t *testing.T) {
 	rules := renderedRules(t, alertsOn(map[string]any{
 		"selector":       `job="syncagent"`,
-		"alertLabels":    map[string]any{"team": "platform", "severity": "ignored"},
+		"alertLabels":    map[string]any{"team": "platform"},
 		"runbookBaseURL": "https://wiki.example.com/agent",
 		"alerts": map[string]any{
 			"SyncAgentPatrolDrift": map[string]any{"enabled": false},
@@ -179,11 +181,9 @@ func TestPrometheusRule_values(t *testing.T) {
 			t.Errorf("%s: runbook_url %q", name, r.Annotations["runbook_url"])
 		}
 	}
-	if rules["SyncAgentDown"].Labels["severity"] != "critical" {
-		t.Errorf("alertLabels replaced an alert's own severity: %v", rules["SyncAgentDown"].Labels)
-	}
 
-	noElection := with(map[string]any{"enableLeaderElection": false, "metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}})
+	noElection := alertsOn(nil)
+	noElection["enableLeaderElection"] = false
 	if _, ok := renderedRules(t, noElection)["SyncAgentNoLeader"]; ok {
 		t.Error("SyncAgentNoLeader rendered without leader election (it would fire all the time)")
 	}
@@ -201,5 +201,25 @@ func TestPrometheusRule_values(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one saying %q", tc.name, err, tc.want)
 		}
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"a selector in braces", alertsOn(map[string]any{"selector": `{job="x"}`}), "selector"},
+		{"a blank selector", alertsOn(map[string]any{"selector": "  "}), "selector"},
+		{"an alert label that replaces the chart's", alertsOn(map[string]any{"alertLabels": map[string]any{"severity": "page"}}), "severity"},
+		{"an alert label Prometheus refuses", alertsOn(map[string]any{"alertLabels": map[string]any{"team-name": "x"}}), "team-name"},
+		{"no metrics listener", with(map[string]any{"metrics": map[string]any{"enabled": false, "prometheusRule": map[string]any{"enabled": true, "selector": `job="x"`}}}), "metrics listener"},
+		{"neither a ServiceMonitor nor a selector", with(map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true}}}), "selector"},
+	} {
+		_, err := Render(release, namespace, tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := Render(release, namespace, with(map[string]any{"metrics": map[string]any{"prometheusRule": map[string]any{"enabled": true, "selector": `job="my-job"`}}})); err != nil {
+		t.Errorf("a selector of one's own job without a ServiceMonitor: %v", err)
 	}
 }

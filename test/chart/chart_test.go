@@ -279,7 +279,7 @@ func TestRender_allValues(t *testing.T) {
 	diff(t, "rendered objects", []string{
 		"ClusterRole " + full + ":" + ns,
 		"ClusterRoleBinding " + full + ":" + ns,
-		"ConfigMap monitoring/" + full + "-dashboard",
+		"ConfigMap monitoring/" + full + "-" + ns + "-dashboard",
 		"Deployment " + ns + "/" + full,
 		"PodDisruptionBudget " + ns + "/" + full,
 		"PrometheusRule " + ns + "/" + full,
@@ -441,7 +441,7 @@ func TestRender_allValues(t *testing.T) {
 		"SyncAgentDown", "SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck",
 		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed",
 	}, alerts)
-	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-dashboard")
+	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-"+ns+"-dashboard")
 	if dashboard.Labels["grafana_dashboard"] != "yes" || dashboard.Annotations["grafana_folder"] != "kcp" {
 		t.Errorf("dashboard ConfigMap metadata = %v / %v", dashboard.Labels, dashboard.Annotations)
 	}

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,13 +33,16 @@ type dashboard struct {
 
 // renderDashboard renders the dashboard ConfigMap of release in namespace
 // and returns its file name and dashboard.
-func renderDashboard(t *testing.T, release string) (string, dashboard) {
+func renderDashboard(t *testing.T, release, namespace string) (string, dashboard) {
 	t.Helper()
-	objs, err := Render(release, namespace, with(map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true}}}))
+	objs, err := Render(release, namespace, with(map[string]any{"metrics": map[string]any{"dashboard": map[string]any{"enabled": true, "namespace": "monitoring"}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", release+"-api-syncagent-dashboard")
+	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", release+"-api-syncagent-"+namespace+"-dashboard")
+	if cm.Namespace != "monitoring" {
+		t.Fatalf("dashboard ConfigMap in %q, want metrics.dashboard.namespace", cm.Namespace)
+	}
 	if len(cm.Data) != 1 {
 		t.Fatalf("dashboard ConfigMap data keys: %d, want 1", len(cm.Data))
 	}
@@ -58,14 +62,14 @@ func renderDashboard(t *testing.T, release string) (string, dashboard) {
 // is scoped by the cluster, namespace and job variables, so no panel adds
 // up several agents unless the viewer picks them.
 func TestDashboard_twoReleasesInOneNamespace(t *testing.T) {
-	keyA, a := renderDashboard(t, "team-a")
-	keyB, b := renderDashboard(t, "team-b")
+	keyA, a := renderDashboard(t, "team-a", namespace)
+	keyB, b := renderDashboard(t, "team-b", namespace)
 	if a.UID == b.UID || a.Title == b.Title || keyA == keyB {
 		t.Errorf("two releases collide: uid %q/%q, title %q/%q, file %q/%q", a.UID, b.UID, a.Title, b.Title, keyA, keyB)
 	}
 	for _, d := range []dashboard{a, b} {
-		if len(d.UID) > 40 {
-			t.Errorf("uid %q is longer than Grafana's 40 characters", d.UID)
+		if !regexp.MustCompile(`^[a-zA-Z0-9-]{1,40}$`).MatchString(d.UID) {
+			t.Errorf("uid %q is not a Grafana uid (up to 40 letters, digits and dashes)", d.UID)
 		}
 	}
 	scope := []string{`cluster=~"$cluster"`, `namespace=~"$namespace"`, `job=~"$job"`}
@@ -98,7 +102,18 @@ func TestDashboard_twoReleasesInOneNamespace(t *testing.T) {
 			t.Errorf("no %s variable", name)
 		}
 	}
-	if vars["namespace"] != namespace || vars["job"] != "team-a-api-syncagent-metrics" {
+	if fmt.Sprint(vars["namespace"]) != "["+namespace+"]" || fmt.Sprint(vars["job"]) != "[team-a-api-syncagent-metrics]" {
 		t.Errorf("variables preset to namespace %v, job %v; want the release's", vars["namespace"], vars["job"])
+	}
+}
+
+// TestDashboard_oneNameInTwoNamespaces: releases of one name in two
+// namespaces, whose dashboards go to one namespace for the sidecar, do not
+// fight over one ConfigMap (the second install would fail) or one uid.
+func TestDashboard_oneNameInTwoNamespaces(t *testing.T) {
+	keyA, a := renderDashboard(t, "agent", "team-a") // renderDashboard finds the ConfigMap by its name
+	keyB, b := renderDashboard(t, "agent", "team-b")
+	if a.UID == b.UID || keyA == keyB {
+		t.Errorf("uid %q/%q, file %q/%q", a.UID, b.UID, keyA, keyB)
 	}
 }

@@ -671,6 +671,7 @@ func (r *reconciler) logStoppedRelease(ctx context.Context, prName string, n int
 func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string) (reconcile.Result, error) {
 	if !r.hasReleaseFinalizer(pr) {
 		r.releaseStopped(ctx, pr.Name, urls)
+		metrics.ForgetPublishedResource(pr.Name)
 		return reconcile.Result{}, nil
 	}
 	if r.ReleaseOnly && pr.DeletionTimestamp == nil && r.releasedBefore(pr) {
