@@ -31,11 +31,11 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
 	"github.com/kcp-syncagent/api-syncagent/internal/compact"
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiexport"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/apiresourceschema"
 	"github.com/kcp-syncagent/api-syncagent/internal/controller/syncmanager"
 	"github.com/kcp-syncagent/api-syncagent/internal/discovery"
-	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
