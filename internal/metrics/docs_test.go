@@ -17,22 +17,11 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	root := filepath.Join("..", "..")
 	defined := map[string]bool{}
 	name := regexp.MustCompile(`(?:Name:\s*|NewDesc\()"(sync_agent_[a-z_]+)"`)
-	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range name.FindAllStringSubmatch(string(data), -1) {
+	eachSource(t, func(_, src string) {
+		for _, m := range name.FindAllStringSubmatch(src, -1) {
 			defined[m[1]] = true
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(defined) < 10 {
 		t.Fatalf("found only %d metric definitions: the scan is broken", len(defined))
 	}
@@ -63,4 +52,24 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// eachSource calls fn with the path and content of every non-test Go file
+// of the agent (internal/).
+func eachSource(t *testing.T, fn func(path, src string)) {
+	t.Helper()
+	err := filepath.WalkDir(filepath.Join("..", "..", "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fn(path, string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

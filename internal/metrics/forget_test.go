@@ -1,9 +1,6 @@
 package metrics
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,29 +65,18 @@ func TestEveryPublishedResourceVectorIsForgotten(t *testing.T) {
 	decl := regexp.MustCompile(`(?s)(\w+)\s*=\s*prometheus\.New(?:Counter|Gauge|Histogram|Summary)Vec\(.*?\}\s*,\s*\[\]string\{([^}]*)\}`)
 	forgotten := regexp.MustCompile(`(\w+)\.MetricVec`)
 	var vectors, listed []string
-	err := filepath.WalkDir(filepath.Join("..", ".."), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+	eachSource(t, func(path, src string) {
+		for _, m := range decl.FindAllStringSubmatch(src, -1) {
 			if strings.Contains(m[2], `"published_resource"`) {
 				vectors = append(vectors, m[1])
 			}
 		}
-		if strings.Contains(string(src), "ForgetWithPublishedResource(") || strings.HasSuffix(path, "forget.go") {
-			for _, m := range forgotten.FindAllStringSubmatch(string(src), -1) {
+		if strings.Contains(src, "ForgetWithPublishedResource(") || strings.HasSuffix(path, "forget.go") {
+			for _, m := range forgotten.FindAllStringSubmatch(src, -1) {
 				listed = append(listed, m[1])
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(vectors) < 10 {
 		t.Fatalf("found %d vectors labelled published_resource: the extraction is broken", len(vectors))
 	}
