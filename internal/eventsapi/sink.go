@@ -128,19 +128,49 @@ func (s *Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 
 // broadcaster records to its own sink whatever sink it is started with:
 // controller-runtime starts the manager's broadcaster with a core/v1 sink.
+// Once shut down, it starts nothing: controller-runtime's recorder provider
+// starts the broadcaster lazily, as late as its own stop, which can come
+// after the agent shut the broadcaster down (a replica that never recorded
+// an Event through it), and client-go logs an ERROR for each start then.
 type broadcaster struct {
 	record.EventBroadcaster
 	sink record.EventSink
+
+	mu      sync.Mutex
+	stopped bool
 }
 
-func (b broadcaster) StartRecordingToSink(record.EventSink) watch.Interface {
+func (b *broadcaster) StartRecordingToSink(record.EventSink) watch.Interface {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return watch.NewEmptyWatch()
+	}
 	return b.EventBroadcaster.StartRecordingToSink(b.sink)
+}
+
+func (b *broadcaster) StartEventWatcher(handler func(*corev1.Event)) watch.Interface {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return watch.NewEmptyWatch()
+	}
+	return b.EventBroadcaster.StartEventWatcher(handler)
+}
+
+// Shutdown stops the broadcaster, after the Events queued so far are
+// written.
+func (b *broadcaster) Shutdown() {
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+	b.EventBroadcaster.Shutdown()
 }
 
 // NewBroadcaster returns a record.EventBroadcaster (for a manager's
 // EventBroadcaster option) that writes every Event to sink.
 func NewBroadcaster(sink record.EventSink) record.EventBroadcaster {
-	return broadcaster{EventBroadcaster: record.NewBroadcaster(), sink: sink}
+	return &broadcaster{EventBroadcaster: record.NewBroadcaster(), sink: sink}
 }
 
 // ReportingInstance names this agent process in the Events it writes: its

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/klog/v2"
 )
 
 // TestSink: Events recorded with the record package land in the
@@ -173,5 +177,34 @@ func TestSink_remembersTheRefusal(t *testing.T) {
 	}
 	if calls["events.k8s.io"] != 2 || calls[""] != 4 {
 		t.Fatalf("after the memory: calls per API group %v, want the newer API asked again", calls)
+	}
+}
+
+// errorCount is a logr.LogSink that counts ERROR lines.
+type errorCount struct{ n atomic.Int32 }
+
+func (*errorCount) Init(logr.RuntimeInfo)            {}
+func (*errorCount) Enabled(int) bool                 { return true }
+func (*errorCount) Info(int, string, ...any)         {}
+func (e *errorCount) Error(error, string, ...any)    { e.n.Add(1) }
+func (e *errorCount) WithValues(...any) logr.LogSink { return e }
+func (e *errorCount) WithName(string) logr.LogSink   { return e }
+
+// TestBroadcasterStartedAfterShutdown: controller-runtime's recorder
+// provider starts the broadcaster as late as its own stop, which can come
+// after the agent shut it down (seen in the soak: a replica that never
+// recorded an Event logged two ERROR lines at SIGTERM). Starting a
+// broadcaster that was shut down does nothing and logs nothing.
+func TestBroadcasterStartedAfterShutdown(t *testing.T) {
+	errs := &errorCount{}
+	klog.SetLogger(logr.New(errs))
+	defer klog.ClearLogger()
+	cs := fake.NewClientset()
+	b := NewBroadcaster(&Sink{Client: cs.EventsV1(), Core: cs.CoreV1(), Controller: "api-syncagent", Instance: "agent-0"})
+	b.Shutdown()
+	b.StartRecordingToSink(nil).Stop()
+	b.StartEventWatcher(func(*corev1.Event) {}).Stop()
+	if n := errs.n.Load(); n != 0 {
+		t.Errorf("%d ERROR lines logged by starts after the shutdown, want none", n)
 	}
 }
