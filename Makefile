@@ -194,7 +194,9 @@ chart-readme: ## Regenerate the values table of the chart's README from the comm
 # The image (hack/image): built from the static binaries with
 # go-containerregistry, no container engine. $(IMAGE_DIR)/oci is an OCI
 # layout of the multi-architecture index; $(IMAGE_DIR)/api-syncagent-<arch>.tar
-# loads with `docker load -i` or `kind load image-archive`.
+# loads with `docker load -i` or `kind load image-archive`; $(IMAGE_DIR)/digest
+# names the index built, and after image-push $(IMAGE_DIR)/pushed names the
+# index pushed as <repository>@<digest> (what the release signs).
 IMAGE_DIR   ?= $(BIN_DIR)/image
 IMAGE_ARCHS ?= amd64 arm64
 IMAGE_TOOL   = go -C hack/image run .
@@ -204,12 +206,13 @@ image: ## Build the agent's OCI image (linux/amd64 and linux/arm64) into _build/
 	@set -e; for a in $(IMAGE_ARCHS); do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$a go build -trimpath -ldflags '$(LDFLAGS) -s -w' -o $(IMAGE_DIR)/bin/api-syncagent-linux-$$a ./cmd/api-syncagent; \
 	done
-	$(IMAGE_TOOL) build -out $(CURDIR)/$(IMAGE_DIR) -image $(IMAGE) -version $(VERSION) -revision $(REVISION) -created $(CREATED) \
-		$(foreach a,$(IMAGE_ARCHS),-binary $(a)=$(CURDIR)/$(IMAGE_DIR)/bin/api-syncagent-linux-$(a)) | tee $(IMAGE_DIR)/digest
+	$(IMAGE_TOOL) build -out $(abspath $(IMAGE_DIR)) -image $(IMAGE) -version $(VERSION) -revision $(REVISION) -created $(CREATED) \
+		$(foreach a,$(IMAGE_ARCHS),-binary $(a)=$(abspath $(IMAGE_DIR))/bin/api-syncagent-linux-$(a)) | tee $(IMAGE_DIR)/digest
 
 .PHONY: image-push
-image-push: image ## Push the image to IMAGE=registry/name:tag (credentials of ~/.docker/config.json: make registry-login, docker login or crane auth login).
-	$(IMAGE_TOOL) push -layout $(CURDIR)/$(IMAGE_DIR)/oci -image $(IMAGE)
+image-push: image ## Push the image to IMAGE=registry/name:tag (credentials of ~/.docker/config.json: make registry-login, docker login or crane auth login); writes <repository>@<digest> to _build/image/pushed.
+	rm -f $(IMAGE_DIR)/pushed
+	$(IMAGE_TOOL) push -layout $(abspath $(IMAGE_DIR))/oci -image $(IMAGE) -digest-file $(abspath $(IMAGE_DIR))/pushed
 
 .PHONY: image-test
 image-test: ## Build the image twice (one digest, or the build is not reproducible) and check its platforms, user, entrypoint, labels and files.
@@ -225,25 +228,79 @@ registry-login: ## Store credentials for REGISTRY (user REGISTRY_USER, password 
 
 # The chart as an OCI artifact: version VERSION without its v, appVersion
 # VERSION (the image tag the release pushes); a VERSION that is no
-# v<semver> (an untagged commit) gives 0.0.0-dev.<version>.
+# v<semver> (an untagged commit) gives 0.0.0-dev.<version>. chart-push
+# writes <repository>@<digest> of the pushed chart, from helm's report, to
+# $(CHART_OUT)/pushed (what the release signs). HELM_PUSH_FLAGS passes
+# flags to helm push (--plain-http for the in-memory registry of
+# make release-test).
 CHART_REPOSITORY ?= oci://ghcr.io/kcp-syncagent/charts
 CHART_VERSION    ?= $(or $(shell echo '$(VERSION)' | sed -n 's/^v\([0-9][0-9]*\.[0-9][0-9]*\.[0-9][0-9]*.*\)$$/\1/p'),0.0.0-dev.$(VERSION))
+CHART_OUT        ?= $(BIN_DIR)/chart
+HELM_PUSH_FLAGS  ?=
 HELM = $$($(BUILD_TOOL) hack/tools/helm helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm helm tools)
 
 .PHONY: chart-package
 chart-package: ## Package the chart into _build/chart (version VERSION without its v, or 0.0.0-dev.VERSION; appVersion VERSION).
-	rm -rf $(BIN_DIR)/chart && mkdir -p $(BIN_DIR)/chart
-	$(HELM) package $(CHART_DIR) --version $(CHART_VERSION) --app-version $(VERSION) -d $(BIN_DIR)/chart
+	rm -rf $(CHART_OUT) && mkdir -p $(CHART_OUT)
+	$(HELM) package $(CHART_DIR) --version $(CHART_VERSION) --app-version $(VERSION) -d $(CHART_OUT)
 
 .PHONY: chart-push
-chart-push: chart-package ## Push the packaged chart to CHART_REPOSITORY (oci://ghcr.io/kcp-syncagent/charts).
-	$(HELM) push $(BIN_DIR)/chart/api-syncagent-$(CHART_VERSION).tgz $(CHART_REPOSITORY)
+chart-push: chart-package ## Push the packaged chart to CHART_REPOSITORY (oci://ghcr.io/kcp-syncagent/charts); writes <repository>@<digest> to _build/chart/pushed.
+	$(HELM) push $(HELM_PUSH_FLAGS) $(CHART_OUT)/api-syncagent-$(CHART_VERSION).tgz $(CHART_REPOSITORY) 2>&1 | tee $(CHART_OUT)/push.log
+	@pushed=$$(sed -n 's/^Pushed: //p' $(CHART_OUT)/push.log); digest=$$(sed -n 's/^Digest: //p' $(CHART_OUT)/push.log); \
+	case "$$pushed $$digest" in \
+		*/api-syncagent:$(CHART_VERSION)\ sha256:*) echo "$${pushed%:$(CHART_VERSION)}@$$digest" >$(CHART_OUT)/pushed ;; \
+		*) echo "helm push reported no reference and digest of the chart (Pushed: $$pushed, Digest: $$digest)" >&2; exit 1 ;; \
+	esac
 
 .PHONY: image-docker
 image-docker: ## The same image with a container engine (CONTAINER_ENGINE=docker or podman) from the Dockerfile, tagged $(IMAGE).
 	@command -v $(CONTAINER_ENGINE) >/dev/null || { echo "make image-docker needs a container engine: install docker or podman (CONTAINER_ENGINE=podman), or use make image" >&2; exit 1; }
 	$(CONTAINER_ENGINE) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
 		--build-arg CREATED=$(CREATED_RFC3339) -t $(IMAGE) .
+
+# The release's binaries (docs/releasing.md): api-syncagent for each of
+# DIST_PLATFORMS, built like `make build`, in a reproducible
+# api-syncagent_<version>_<os>_<arch>.tar.gz with LICENSE (GNU tar: TAR=gtar
+# on macOS), and SHA256SUMS of the archives.
+DIST_DIR       ?= $(BIN_DIR)/dist
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+TAR            ?= tar
+SHA256SUM      ?= $(or $(shell command -v sha256sum 2>/dev/null),shasum -a 256)
+
+.PHONY: dist
+dist: ## Binaries for DIST_PLATFORMS (linux and darwin, amd64 and arm64) as tar.gz, with SHA256SUMS, into _build/dist.
+	rm -rf $(DIST_DIR) && mkdir -p $(DIST_DIR)
+	@set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=api-syncagent_$(VERSION)_$${os}_$${arch}; dir=$(DIST_DIR)/$$name; \
+		echo "$$name.tar.gz"; \
+		mkdir -p $$dir; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags '$(LDFLAGS)' -o $$dir/api-syncagent ./cmd/api-syncagent; \
+		cp LICENSE $$dir/LICENSE; chmod 0755 $$dir/api-syncagent; chmod 0644 $$dir/LICENSE; \
+		$(TAR) --format=gnu --sort=name --mtime=@$(CREATED) --owner=0 --group=0 --numeric-owner -C $$dir -cf - api-syncagent LICENSE | gzip -n -9 >$$dir.tar.gz; \
+		rm -rf $$dir; \
+	done
+	cd $(DIST_DIR) && $(SHA256SUM) *.tar.gz >SHA256SUMS
+	@cat $(DIST_DIR)/SHA256SUMS
+
+# The agent's SBOM: CycloneDX JSON of the binary for linux/amd64 (the
+# modules linked into it, the Go standard library, detected licenses as
+# evidence), by cyclonedx-gomod pinned in hack/tools/cyclonedx-gomod;
+# without serial number and timestamp, so one commit gives one SBOM. The
+# release attests it on the image and attaches it to the GitHub release.
+SBOM_FILE ?= $(BIN_DIR)/sbom/api-syncagent.cdx.json
+CYCLONEDX_GOMOD = $$($(BUILD_TOOL) hack/tools/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod cyclonedx-gomod tools)
+
+.PHONY: sbom
+sbom: ## The agent's SBOM (CycloneDX JSON, linux/amd64) into _build/sbom/api-syncagent.cdx.json (SBOM_FILE).
+	mkdir -p $(dir $(SBOM_FILE))
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(CYCLONEDX_GOMOD) app -json -std -licenses -noserial -notimestamp \
+		-main cmd/api-syncagent -output $(abspath $(SBOM_FILE)) .
+	@echo "SBOM: $(SBOM_FILE)"
+
+.PHONY: cosign
+cosign: ## Build cosign (pinned in hack/tools/cosign) from the Go module proxy and print its path: the release signs with it, users verify with it.
+	@$(BUILD_TOOL) hack/tools/cosign github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign cosign tools
 
 .PHONY: demo
 demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.
