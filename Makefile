@@ -67,7 +67,7 @@ TESTBED_ENV = \
 	TEST_ASSET_ETCD=$$($(BUILD_TOOL) hack/testbed/etcd go.etcd.io/etcd/server/v3 . etcd)
 
 .PHONY: test
-test: verify test-unit image-test fuzz test-e2e soak-short test-e2e-other-kcp ## Everything CI runs: verify, unit tests, the image check, fuzzing (briefly), e2e tests and the short soak on kcp KCP_VERSION, the e2e tests on E2E_OTHER_KCP.
+test: verify test-unit image-test release-test fuzz test-e2e soak-short test-e2e-other-kcp ## Everything CI runs: verify, unit tests, the image check, the release's steps (offline), fuzzing (briefly), e2e tests and the short soak on kcp KCP_VERSION, the e2e tests on E2E_OTHER_KCP.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (with the race detector), the check of the PromQL the chart and docs ship (hack/promql), the image builder's tests (hack/image), the changelog tool's (hack/changelog), the SDK's (sdk).
@@ -301,6 +301,16 @@ sbom: ## The agent's SBOM (CycloneDX JSON, linux/amd64) into _build/sbom/api-syn
 .PHONY: cosign
 cosign: ## Build cosign (pinned in hack/tools/cosign) from the Go module proxy and print its path: the release signs with it, users verify with it.
 	@$(BUILD_TOOL) hack/tools/cosign github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign cosign tools
+
+# The release workflow's steps that need no GitHub credentials, run as the
+# workflow runs them (hack/image TestReleaseSteps): the image and the chart
+# pushed to an in-memory registry, the digests they report, the SBOM,
+# cosign's installation and the binaries; and the SBOM of a local build.
+.PHONY: release-test
+release-test: ## The SBOM of a local build, and the release workflow's steps that need no GitHub credentials against an in-memory registry.
+	$(MAKE) --no-print-directory sbom SBOM_FILE=$(BIN_DIR)/release-test/sbom.cdx.json >/dev/null
+	SBOM_FILE=$(abspath $(BIN_DIR)/release-test/sbom.cdx.json) RELEASE_STEPS=1 go -C hack/image test -count=1 -timeout 45m \
+		-run '^(TestSBOM|TestReleaseSteps)$$' -v ./... | grep -E '^(\s*--- |ok|FAIL|PASS)|_test.go'
 
 .PHONY: demo
 demo: testbed build ## Start kcp and a service cluster, wire the agent and run it in the foreground.

@@ -1,0 +1,601 @@
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log"
+	"maps"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"go.yaml.in/yaml/v3"
+)
+
+// The repository's root, from hack/image.
+const root = "../.."
+
+// mainModule is the agent's module, which its SBOM describes.
+const mainModule = "github.com/kcp-syncagent/api-syncagent"
+
+type workflow struct {
+	Env  map[string]string `yaml:"env"`
+	Jobs map[string]job    `yaml:"jobs"`
+}
+
+type job struct {
+	Needs       any               `yaml:"needs"`
+	Permissions map[string]string `yaml:"permissions"`
+	Outputs     map[string]string `yaml:"outputs"`
+	Env         map[string]string `yaml:"env"`
+	Steps       []step            `yaml:"steps"`
+}
+
+type step struct {
+	ID   string            `yaml:"id"`
+	Name string            `yaml:"name"`
+	Uses string            `yaml:"uses"`
+	Run  string            `yaml:"run"`
+	Env  map[string]string `yaml:"env"`
+}
+
+func readWorkflow(t *testing.T) workflow {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, ".github", "workflows", "release.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w workflow
+	if err := yaml.Unmarshal(data, &w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// offline says, for each run step of the release workflow's jobs that
+// publish, whether TestReleaseSteps runs it, and why not. A step missing
+// here fails the test: say whether it can run without GitHub.
+var offline = map[string]map[string]string{
+	"publish": {
+		"Log in to ghcr.io (image, chart, signatures)": "skip: needs the workflow's GITHUB_TOKEN (TestLogin checks what the login stores)",
+		"Build and push the image":                     "",
+		"Package and push the chart":                   "",
+		"SBOM of the agent":                            "",
+		"Install cosign":                               "",
+		"Sign the image and the chart by digest, attest the SBOM on the image": "skip: keyless signing needs GitHub's OIDC token, Fulcio and Rekor",
+	},
+	"release": {
+		"Binaries, SHA256SUMS and the SBOM": "",
+		"Release notes from CHANGELOG.md":   "skip: needs a section for the tag in CHANGELOG.md (hack/changelog's tests check notes)",
+		"Create the GitHub release":         "skip: needs GitHub's API and the workflow's token",
+	},
+}
+
+// TestReleaseWorkflow checks what the release workflow's jobs may do and
+// where their references lead, without running anything: signing needs
+// id-token: write, the release contents: write, and only those jobs have
+// them; every step output and job output that a later step reads is one
+// that a step writes.
+func TestReleaseWorkflow(t *testing.T) {
+	w := readWorkflow(t)
+	for _, name := range []string{"check", "test", "publish", "release"} {
+		if _, ok := w.Jobs[name]; !ok {
+			t.Errorf("release.yml has no job %s", name)
+		}
+	}
+	for name, j := range w.Jobs {
+		want := map[string]string{}
+		switch name {
+		case "publish":
+			want = map[string]string{"contents": "read", "packages": "write", "id-token": "write"}
+		case "release":
+			want = map[string]string{"contents": "write"}
+		}
+		for k, v := range j.Permissions {
+			if want[k] != v {
+				t.Errorf("job %s: permission %s: %s, want %q", name, k, v, want[k])
+			}
+		}
+		for k, v := range want {
+			if _, ok := j.Permissions[k]; !ok {
+				t.Errorf("job %s: no permission %s, want %s", name, k, v)
+			}
+		}
+	}
+
+	// Every ${{ steps.ID.outputs.KEY }} names a step of the job with that
+	// id whose script writes KEY to $GITHUB_OUTPUT; every ${{
+	// needs.JOB.outputs.KEY }} an output of a job it needs.
+	stepRef := regexp.MustCompile(`\$\{\{\s*steps\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}`)
+	needsRef := regexp.MustCompile(`\$\{\{\s*needs\.([\w-]+)\.outputs\.([\w-]+)\s*\}\}`)
+	for name, j := range w.Jobs {
+		writes := map[string]bool{}
+		for _, s := range j.Steps {
+			for _, m := range regexp.MustCompile(`echo "([\w-]+)=.*>>\s*"\$GITHUB_OUTPUT"`).FindAllStringSubmatch(s.Run, -1) {
+				writes[s.ID+"."+m[1]] = true
+			}
+		}
+		var texts []string
+		for _, v := range j.Outputs {
+			texts = append(texts, v)
+		}
+		for _, s := range j.Steps {
+			texts = append(texts, s.Run)
+			for _, v := range s.Env {
+				texts = append(texts, v)
+			}
+		}
+		needs := fmt.Sprint(j.Needs)
+		for _, text := range texts {
+			for _, m := range stepRef.FindAllStringSubmatch(text, -1) {
+				if !writes[m[1]+"."+m[2]] {
+					t.Errorf("job %s reads %s, which no step writes", name, m[0])
+				}
+			}
+			for _, m := range needsRef.FindAllStringSubmatch(text, -1) {
+				if _, ok := w.Jobs[m[1]].Outputs[m[2]]; !ok || !strings.Contains(needs, m[1]) {
+					t.Errorf("job %s reads %s, which is not an output of a job it needs", name, m[0])
+				}
+			}
+		}
+	}
+}
+
+// TestReleaseSteps runs the release workflow's steps that need no GitHub
+// credentials (offline) as GitHub would, from the repository's root, with
+// the registries of the workflow's env replaced by an in-memory one: the
+// image and the chart are pushed and the references by digest the steps
+// hand to signing name what the registry holds under the tag; the SBOM is
+// valid; cosign installs; the binaries come with a SHA256SUMS that checks.
+// make release-test runs it (RELEASE_STEPS=1): it builds the image, helm,
+// cosign and four binaries.
+func TestReleaseSteps(t *testing.T) {
+	if os.Getenv("RELEASE_STEPS") == "" {
+		t.Skip("RELEASE_STEPS is not set (make release-test sets it)")
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(stdlog.New(io.Discard, "", 0))))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	w := readWorkflow(t)
+	const tag = "v0.0.0-releasetest"
+	temp := t.TempDir()
+	env := map[string]string{
+		"GITHUB_REF_NAME":      tag,
+		"GITHUB_ACTOR":         "release-test",
+		"GITHUB_REPOSITORY":    "kcp-syncagent/api-syncagent",
+		"GITHUB_SERVER_URL":    "https://github.com",
+		"RUNNER_TEMP":          temp,
+		"GITHUB_PATH":          filepath.Join(temp, "github-path"),
+		"DOCKER_CONFIG":        t.TempDir(), // anonymous
+		"HELM_REGISTRY_CONFIG": filepath.Join(t.TempDir(), "registry.json"),
+		"HELM_PUSH_FLAGS":      "--plain-http",
+	}
+	for k, v := range w.Env {
+		env[k] = v
+	}
+	env["IMAGE_REPOSITORY"] = host + "/kcp-syncagent/api-syncagent"
+	env["CHART_REPOSITORY"] = "oci://" + host + "/kcp-syncagent/charts"
+
+	head := gitHead(t)
+	outputs := map[string]string{} // job.step.key
+	sbom := filepath.Join(temp, "sbom", "api-syncagent.cdx.json")
+	var sboms [][]byte // after each job
+	for _, jobName := range []string{"publish", "release"} {
+		j := w.Jobs[jobName]
+		known := offline[jobName]
+		for _, s := range j.Steps {
+			if s.Uses != "" {
+				continue // checkout and setup-go: this is the checkout
+			}
+			why, ok := known[s.Name]
+			if !ok {
+				t.Errorf("job %s: step %q is not in TestReleaseSteps' offline table: say whether it runs without GitHub", jobName, s.Name)
+				continue
+			}
+			if why != "" {
+				t.Logf("%s: %q: %s", jobName, s.Name, why)
+				continue
+			}
+			if strings.Contains(s.Run, "${{") {
+				t.Errorf("job %s: step %q has an expression in its script (pass it in env): the test cannot run it as GitHub would", jobName, s.Name)
+				continue
+			}
+			stepEnv := merged(env, j.Env, s.Env)
+			out := filepath.Join(t.TempDir(), "output")
+			stepEnv["GITHUB_OUTPUT"] = out
+			t.Logf("%s: running %q", jobName, s.Name)
+			cmd := exec.Command("bash", "-e", "-c", s.Run)
+			cmd.Dir = root
+			cmd.Env = environ(stepEnv)
+			log, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("job %s, step %q: %v\n%s", jobName, s.Name, err, tail(log, 40))
+			}
+			for k, v := range readOutputs(t, out) {
+				outputs[jobName+"."+s.ID+"."+k] = v
+			}
+		}
+		sboms = append(sboms, readFile(t, sbom))
+	}
+
+	// The image: the step's reference by digest is what the registry holds
+	// under the tag, the multi-architecture index.
+	imageRef := outputs["publish.image.ref"]
+	checkPushed(t, imageRef, env["IMAGE_REPOSITORY"], env["IMAGE_REPOSITORY"]+":"+tag)
+	if d, err := name.NewDigest(imageRef); err == nil {
+		idx, err := remote.Index(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var platforms []string
+		for _, d := range m.Manifests {
+			platforms = append(platforms, d.Platform.OS+"/"+d.Platform.Architecture)
+		}
+		sort.Strings(platforms)
+		if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+			t.Errorf("the pushed image's platforms: %v, want %v", platforms, want)
+		}
+	}
+
+	// The chart: helm's artifact (its config media type), version without
+	// the tag's v.
+	chartRepo := strings.TrimPrefix(env["CHART_REPOSITORY"], "oci://") + "/api-syncagent"
+	chartRef := outputs["publish.chart.ref"]
+	checkPushed(t, chartRef, chartRepo, chartRepo+":"+strings.TrimPrefix(tag, "v"))
+	if d, err := name.NewDigest(chartRef); err == nil {
+		desc, err := remote.Get(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var manifest struct {
+			Config struct {
+				MediaType string `json:"mediaType"`
+			} `json:"config"`
+		}
+		if err := json.Unmarshal(desc.Manifest, &manifest); err != nil {
+			t.Fatal(err)
+		}
+		if manifest.Config.MediaType != "application/vnd.cncf.helm.config.v1+json" {
+			t.Errorf("the pushed chart's config is %s, not a helm chart's", manifest.Config.MediaType)
+		}
+	}
+
+	// The SBOM the signing step attests, and the one the release attaches:
+	// the same document.
+	checkSBOM(t, sbom)
+	if !bytes.Equal(sboms[0], sboms[1]) {
+		if head != gitHead(t) {
+			t.Log("HEAD moved while the test ran (a commit in this checkout): the two SBOMs name two commits, not compared")
+		} else {
+			t.Error("the publish and the release jobs wrote two different SBOMs of one commit")
+		}
+	}
+
+	// cosign is on the PATH of the following steps.
+	if path, err := os.ReadFile(env["GITHUB_PATH"]); err != nil {
+		t.Error(err)
+	} else if out, err := exec.Command(filepath.Join(strings.TrimSpace(string(path)), "cosign"), "version").CombinedOutput(); err != nil {
+		t.Errorf("the cosign step put %q on the PATH, where cosign does not run: %v\n%s", path, err, out)
+	}
+
+	checkDist(t, filepath.Join(temp, "dist"), tag)
+}
+
+func checkPushed(t *testing.T, ref, repository, tagged string) {
+	t.Helper()
+	d, err := name.NewDigest(ref)
+	if err != nil {
+		t.Errorf("%q is no reference by digest: %v", ref, err)
+		return
+	}
+	if d.Context().String() != repository {
+		t.Errorf("%s is in %s, want %s", ref, d.Context(), repository)
+	}
+	tag, err := name.NewTag(tagged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Head(tag)
+	if err != nil {
+		t.Errorf("%s: %v", tagged, err)
+		return
+	}
+	if desc.Digest.String() != d.DigestStr() {
+		t.Errorf("the step hands %s to signing, the registry holds %s under %s", ref, desc.Digest, tagged)
+	}
+}
+
+// checkDist: an archive per platform holding the binary and LICENSE,
+// SHA256SUMS naming each with its hash, and this machine's binary runs.
+func checkDist(t *testing.T, dir, version string) {
+	t.Helper()
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		sum, file, ok := strings.Cut(line, "  ")
+		if !ok {
+			t.Errorf("SHA256SUMS line %q", line)
+			continue
+		}
+		names = append(names, file)
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if h := sha256.Sum256(data); hex.EncodeToString(h[:]) != sum {
+			t.Errorf("SHA256SUMS: %s does not match", file)
+		}
+		files := untar(t, data)
+		if len(files) != 2 || files["LICENSE"] == nil || files["api-syncagent"] == nil {
+			t.Errorf("%s holds %v, want api-syncagent and LICENSE", file, slices.Sorted(maps.Keys(files)))
+		}
+		if file == fmt.Sprintf("api-syncagent_%s_%s_%s.tar.gz", version, runtime.GOOS, runtime.GOARCH) {
+			bin := filepath.Join(t.TempDir(), "api-syncagent")
+			if err := os.WriteFile(bin, files["api-syncagent"], 0o755); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bin, "preview", "--help").CombinedOutput()
+			if !strings.Contains(string(out), "--published-resource") {
+				t.Errorf("%s: api-syncagent preview --help: %v\n%s", file, err, out)
+			}
+		}
+	}
+	var want []string
+	for _, p := range []string{"darwin_amd64", "darwin_arm64", "linux_amd64", "linux_arm64"} {
+		want = append(want, "api-syncagent_"+version+"_"+p+".tar.gz")
+	}
+	if slices.Sort(names); !slices.Equal(names, want) {
+		t.Errorf("SHA256SUMS names %v, want %v", names, want)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(want)+1 {
+		t.Errorf("%s holds %d files, want the archives and SHA256SUMS", dir, len(entries))
+	}
+}
+
+func untar(t *testing.T, data []byte) map[string][]byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	files := map[string][]byte{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[h.Name] = body
+	}
+}
+
+// TestSBOM checks the SBOM make sbom wrote for a local build (SBOM_FILE,
+// set by make release-test).
+func TestSBOM(t *testing.T) {
+	file := os.Getenv("SBOM_FILE")
+	if file == "" {
+		t.Skip("SBOM_FILE is not set (make release-test sets it)")
+	}
+	checkSBOM(t, file)
+}
+
+type bomComponent struct {
+	BOMRef  string `json:"bom-ref"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	PURL    string `json:"purl"`
+}
+
+// checkSBOM: a CycloneDX document whose subject is the agent's main module,
+// listing the modules of the agent's go.mod that are linked into it at the
+// versions there, not the ones only its tests use, and the Go standard
+// library; every component has a package URL of its module and version,
+// and every dependency edge names a component.
+func checkSBOM(t *testing.T, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bom struct {
+		BOMFormat   string `json:"bomFormat"`
+		SpecVersion string `json:"specVersion"`
+		Metadata    struct {
+			Component bomComponent `json:"component"`
+		} `json:"metadata"`
+		Components   []bomComponent `json:"components"`
+		Dependencies []struct {
+			Ref       string   `json:"ref"`
+			DependsOn []string `json:"dependsOn"`
+		} `json:"dependencies"`
+	}
+	if err := json.Unmarshal(data, &bom); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if bom.BOMFormat != "CycloneDX" || !regexp.MustCompile(`^1\.[4-9]$`).MatchString(bom.SpecVersion) {
+		t.Errorf("%s: format %q %q, want CycloneDX 1.4 or later", file, bom.BOMFormat, bom.SpecVersion)
+	}
+	subject := bom.Metadata.Component
+	if subject.Name != mainModule || subject.Type != "application" || !strings.HasPrefix(subject.PURL, "pkg:golang/"+mainModule+"@"+subject.Version) || subject.Version == "" {
+		t.Errorf("%s: the subject is %+v, want the application %s with its version", file, subject, mainModule)
+	}
+
+	refs := map[string]bool{subject.BOMRef: true}
+	versions := map[string]string{}
+	for _, c := range bom.Components {
+		if c.Name == "" || c.Version == "" || c.BOMRef == "" || !strings.HasPrefix(c.PURL, "pkg:golang/"+c.Name+"@"+c.Version) {
+			t.Errorf("%s: component %+v lacks a name, version, reference or package URL", file, c)
+		}
+		if refs[c.BOMRef] {
+			t.Errorf("%s: two components are %s", file, c.BOMRef)
+		}
+		refs[c.BOMRef] = true
+		versions[c.Name] = c.Version
+	}
+	for _, d := range bom.Dependencies {
+		for _, r := range append([]string{d.Ref}, d.DependsOn...) {
+			if !refs[r] {
+				t.Errorf("%s: dependency on %s, which is no component", file, r)
+			}
+		}
+	}
+
+	required := goModRequires(t)
+	for _, module := range []string{"k8s.io/client-go", "k8s.io/apimachinery", "sigs.k8s.io/controller-runtime", "github.com/kcp-dev/kcp/sdk", "github.com/kcp-dev/multicluster-provider", "github.com/google/cel-go"} {
+		if versions[module] != required[module] || required[module] == "" {
+			t.Errorf("%s: %s at %q, want %q (go.mod)", file, module, versions[module], required[module])
+		}
+	}
+	if v := versions[mainModule+"/sdk"]; v != subject.Version {
+		t.Errorf("%s: the SDK module (replaced by ./sdk) at %q, want the agent's version %s", file, v, subject.Version)
+	}
+	// helm is in go.mod for the chart's tests only: not in the binary.
+	if v, ok := versions["helm.sh/helm/v3"]; ok || required["helm.sh/helm/v3"] == "" {
+		t.Errorf("%s: helm.sh/helm/v3 %s (go.mod: %q): a module only tests use is listed, or the check is stale", file, v, required["helm.sh/helm/v3"])
+	}
+	if v := versions["std"]; !strings.HasPrefix(v, "go1.") {
+		t.Errorf("%s: the Go standard library at %q", file, v)
+	}
+}
+
+// goModRequires reads the module versions the agent's go.mod requires.
+func goModRequires(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	inRequire := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "require (":
+			inRequire = true
+		case line == ")":
+			inRequire = false
+		case inRequire:
+			if fields := strings.Fields(line); len(fields) >= 2 {
+				out[fields[0]] = fields[1]
+			}
+		}
+	}
+	return out
+}
+
+func gitHead(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func readFile(t *testing.T, file string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func readOutputs(t *testing.T, file string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// merged merges environments, later ones winning.
+func merged(envs ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, e := range envs {
+		for k, v := range e {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// environ is this process's environment with env over it, without what an
+// outer make (make release-test) passes to the makes it starts: GitHub runs
+// each step in a fresh shell.
+func environ(env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
+			continue
+		}
+		if env[k] == "" {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func tail(b []byte, lines int) string {
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
