@@ -6,7 +6,7 @@
 # Links to http(s) addresses are not checked (no network). An issue of another
 # project is fine as a link to it, written owner/repo#N.
 #
-# Checked: README.md, docs/*.md, the chart's README.md and its templates, or
+# Checked: README.md, CHANGELOG.md, sdk/README.md, docs/*.md, the chart's README.md and its templates, or
 # the files given as arguments (paths relative to the repository's root).
 # Prints file:line: reason for every finding.
 set -euo pipefail
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 if (($# > 0)); then
   files=("$@")
 else
-  files=(README.md docs/*.md deploy/charts/api-syncagent/README.md deploy/charts/api-syncagent/templates/*)
+  files=(README.md CHANGELOG.md sdk/README.md docs/*.md deploy/charts/api-syncagent/README.md deploy/charts/api-syncagent/templates/*)
 fi
 this_repo='kcp-syncagent/api-syncagent'
 fail=0

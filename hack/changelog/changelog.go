@@ -37,7 +37,7 @@ type Changelog struct {
 
 var (
 	versionHeading = regexp.MustCompile(`^## \[([^\]]+)\] - (\S+)( \[YANKED\])?$`)
-	linkDefinition = regexp.MustCompile(`^\[([^\]]+)\]: \S+$`)
+	linkDefinition = regexp.MustCompile(`^\[([^\]]+)\]: \S+( "[^"]*")?$`)
 	semverPattern  = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 		`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
 		`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
@@ -100,10 +100,11 @@ func Parse(text string) (*Changelog, []error) {
 
 	for i, line := range lines {
 		n := i + 1
-		if strings.HasPrefix(line, "```") {
+		fence := strings.HasPrefix(line, "```") || strings.HasPrefix(line, "~~~")
+		if fence {
 			inFence = !inFence
 		}
-		if inFence || strings.HasPrefix(line, "```") {
+		if inFence || fence {
 			if current != nil {
 				body = append(body, line)
 				if kind != "" {
@@ -167,8 +168,14 @@ func Parse(text string) (*Changelog, []error) {
 	if len(c.Sections) == 0 || c.Sections[0].Name != Unreleased {
 		fail(1, "the first section must be ## [%s]", Unreleased)
 	}
+	// Link labels are case-insensitive in Markdown and name a heading's
+	// label as it is ([v1.0.0] names no ## [1.0.0]).
 	for name, n := range links {
-		if c.Section(name) == nil {
+		named := false
+		for _, sec := range c.Sections {
+			named = named || strings.EqualFold(sec.Name, name)
+		}
+		if !named {
 			fail(n, "link definition [%s] names no section", name)
 		}
 	}

@@ -26,6 +26,8 @@ Some words about the format.
 
   ` + "```sh\n  ## not a heading\n  ```" + `
 
+` + "~~~yaml\n# not a title\n## [9.9.9] - 2026-01-01\n~~~" + `
+
 ### Security
 
 - A fix.
@@ -42,8 +44,8 @@ Some words about the format.
 
 - Everything.
 
-[Unreleased]: https://example.com/compare/v1.1.0...HEAD
-[1.1.0]: https://example.com/releases/v1.1.0
+[unreleased]: https://example.com/compare/v1.1.0...HEAD
+[1.1.0]: https://example.com/releases/v1.1.0 "Release 1.1.0"
 `
 
 func TestParseGood(t *testing.T) {
@@ -61,7 +63,7 @@ func TestParseGood(t *testing.T) {
 	if s := c.Section("v1.1.0-rc.1"); s == nil || !s.Yanked || s.Date != "2026-12-20" {
 		t.Errorf("1.1.0-rc.1: %+v", s)
 	}
-	want := "### Added\n\n- A feature, with an example:\n\n  ```sh\n  ## not a heading\n  ```\n\n### Security\n\n- A fix."
+	want := "### Added\n\n- A feature, with an example:\n\n  ```sh\n  ## not a heading\n  ```\n\n~~~yaml\n# not a title\n## [9.9.9] - 2026-01-01\n~~~\n\n### Security\n\n- A fix."
 	if got := c.Section("1.1.0").Body; got != want {
 		t.Errorf("1.1.0's body:\n%s\nwant:\n%s", got, want)
 	}
@@ -98,6 +100,7 @@ func TestParseBad(t *testing.T) {
 		{"dates backwards", "# Changelog\n\n## [Unreleased]\n\n## [1.1.0] - 2026-01-01\n\n### Added\n\n- Y.\n" + release, "1.0.0 is dated 2026-01-02, after 1.1.0's 2026-01-01"},
 		{"version twice", "# Changelog\n\n## [Unreleased]\n" + release + release, "a second section for 1.0.0"},
 		{"link to nothing", "# Changelog\n\n## [Unreleased]\n\n[2.0.0]: https://example.com\n", "line 5: link definition [2.0.0] names no section"},
+		{"link with a v", "# Changelog\n\n## [Unreleased]\n" + release + "\n[v1.0.0]: https://example.com\n", "link definition [v1.0.0] names no section"},
 		{"text after links", "# Changelog\n\n## [Unreleased]\n\n[Unreleased]: https://example.com\n\n## [1.0.0] - 2026-01-02\n", "line 7: only link definitions may follow"},
 		{"open code block", "# Changelog\n\n## [Unreleased]\n\n### Added\n\n```\n## [1.0.0] - 2026-01-02\n", "a code block that is never closed"},
 	} {
