@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/logtest"
 )
 
 // TestSink: Events recorded with the record package land in the
@@ -180,23 +181,13 @@ func TestSink_remembersTheRefusal(t *testing.T) {
 	}
 }
 
-// errorCount is a logr.LogSink that counts ERROR lines.
-type errorCount struct{ n atomic.Int32 }
-
-func (*errorCount) Init(logr.RuntimeInfo)            {}
-func (*errorCount) Enabled(int) bool                 { return true }
-func (*errorCount) Info(int, string, ...any)         {}
-func (e *errorCount) Error(error, string, ...any)    { e.n.Add(1) }
-func (e *errorCount) WithValues(...any) logr.LogSink { return e }
-func (e *errorCount) WithName(string) logr.LogSink   { return e }
-
 // TestBroadcasterStartedAfterShutdown: controller-runtime's recorder
 // provider starts the broadcaster as late as its own stop, which can come
 // after the agent shut it down (seen in the soak: a replica that never
 // recorded an Event logged two ERROR lines at SIGTERM). Starting a
 // broadcaster that was shut down does nothing and logs nothing.
 func TestBroadcasterStartedAfterShutdown(t *testing.T) {
-	errs := &errorCount{}
+	errs := &logtest.ErrorCounter{}
 	klog.SetLogger(logr.New(errs))
 	defer klog.ClearLogger()
 	cs := fake.NewClientset()
@@ -204,7 +195,7 @@ func TestBroadcasterStartedAfterShutdown(t *testing.T) {
 	b.Shutdown()
 	b.StartRecordingToSink(nil).Stop()
 	b.StartEventWatcher(func(*corev1.Event) {}).Stop()
-	if n := errs.n.Load(); n != 0 {
+	if n := errs.Errors(); n != 0 {
 		t.Errorf("%d ERROR lines logged by starts after the shutdown, want none", n)
 	}
 }

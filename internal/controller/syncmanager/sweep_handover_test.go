@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -26,6 +25,7 @@ import (
 
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/logtest"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
 )
@@ -181,7 +181,7 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 				key.localGVK = corev1.SchemeGroupVersion.WithKind("Secret")
 			}
 			f.controllers["widgets"] = &running{key: key, ctrl: ctrl}
-			errs := &errorSink{}
+			errs := &logtest.ErrorCounter{}
 			sw := &sweeper{fleet: f, client: service, reader: reader, namespace: "agent-ns", agentName: "me", log: logr.New(errs)}
 
 			ctx, stop := context.WithCancel(context.Background())
@@ -190,7 +190,7 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 			}
 			sw.sweep(ctx)
 			stop()
-			if logged := errs.count.Load(); tc.readerErr && logged != map[bool]int32{true: 0, false: 1}[tc.stopping] {
+			if logged := errs.Errors(); tc.readerErr && logged != map[bool]int32{true: 0, false: 1}[tc.stopping] {
 				t.Errorf("%d ERROR lines logged, want one for a failure and none when the agent stops", logged)
 			}
 
@@ -209,13 +209,3 @@ func TestSweepHandsOverVanishedObjectsWithACopy(t *testing.T) {
 		})
 	}
 }
-
-// errorSink is a logr.LogSink that counts the ERROR lines.
-type errorSink struct{ count atomic.Int32 }
-
-func (*errorSink) Init(logr.RuntimeInfo)            {}
-func (*errorSink) Enabled(int) bool                 { return true }
-func (*errorSink) Info(int, string, ...any)         {}
-func (e *errorSink) Error(error, string, ...any)    { e.count.Add(1) }
-func (e *errorSink) WithValues(...any) logr.LogSink { return e }
-func (e *errorSink) WithName(string) logr.LogSink   { return e }
