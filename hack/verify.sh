@@ -32,6 +32,8 @@ if [ -n "$unformatted" ]; then
   fail=1
 fi
 
+hack/license-header.sh || fail=1
+
 for mod in . sdk hack/refschema hack/promql hack/image; do
   (cd "$mod" && go vet -tags e2e ./...) || fail=1
 done
