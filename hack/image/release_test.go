@@ -51,6 +51,12 @@ const root = "../.."
 const mainModule = "github.com/kcp-syncagent/api-syncagent"
 
 type workflow struct {
+	Permissions map[string]string `yaml:"permissions"`
+	Defaults    struct {
+		Run struct {
+			Shell string `yaml:"shell"`
+		} `yaml:"run"`
+	} `yaml:"defaults"`
 	Env  map[string]string `yaml:"env"`
 	Jobs map[string]job    `yaml:"jobs"`
 }
@@ -69,6 +75,7 @@ type step struct {
 	Uses string            `yaml:"uses"`
 	Run  string            `yaml:"run"`
 	Env  map[string]string `yaml:"env"`
+	With map[string]string `yaml:"with"`
 }
 
 func readWorkflow(t *testing.T) workflow {
@@ -92,24 +99,34 @@ var offline = map[string]map[string]string{
 		"Log in to ghcr.io (image, chart, signatures)": "skip: needs the workflow's GITHUB_TOKEN (TestLogin checks what the login stores)",
 		"Build and push the image":                     "",
 		"Package and push the chart":                   "",
-		"SBOM of the agent":                            "",
+		"Binaries, SHA256SUMS and the SBOM":            "",
 		"Install cosign":                               "",
-		"Sign the image and the chart by digest, attest the SBOM on the image": "skip: keyless signing needs GitHub's OIDC token, Fulcio and Rekor",
+		"Sign the image, the chart and SHA256SUMS, attest the SBOM on the image": "skip: keyless signing needs GitHub's OIDC token, Fulcio and Rekor",
 	},
 	"release": {
-		"Binaries, SHA256SUMS and the SBOM": "",
-		"Release notes from CHANGELOG.md":   "skip: needs a section for the tag in CHANGELOG.md (hack/changelog's tests check notes)",
+		"Release notes from CHANGELOG.md": "skip: needs a section for the tag in CHANGELOG.md (hack/changelog's tests check notes)",
 		"Create the GitHub release":         "skip: needs GitHub's API and the workflow's token",
 	},
 }
 
 // TestReleaseWorkflow checks what the release workflow's jobs may do and
-// where their references lead, without running anything: signing needs
-// id-token: write, the release contents: write, and only those jobs have
-// them; every step output and job output that a later step reads is one
-// that a step writes.
+// where their references lead, without running anything: the workflow
+// reads only, signing needs id-token: write, the release contents: write,
+// and only those jobs have them; scripts run with pipefail; every step
+// output and job output that a later step reads is one that a step writes;
+// the release attaches the files the publish job built and signed, not a
+// second build of them.
 func TestReleaseWorkflow(t *testing.T) {
 	w := readWorkflow(t)
+	if want := map[string]string{"contents": "read"}; !maps.Equal(w.Permissions, want) {
+		t.Errorf("release.yml's permissions: %v, want %v (jobs ask for more)", w.Permissions, want)
+	}
+	// GitHub runs shell: bash as bash --noprofile --norc -eo pipefail; its
+	// default without it has no pipefail.
+	if w.Defaults.Run.Shell != "bash" {
+		t.Errorf("release.yml's defaults.run.shell: %q, want bash", w.Defaults.Run.Shell)
+	}
+	checkHandOver(t, w)
 	for _, name := range []string{"check", "test", "publish", "release"} {
 		if _, ok := w.Jobs[name]; !ok {
 			t.Errorf("release.yml has no job %s", name)
@@ -209,10 +226,8 @@ func TestReleaseSteps(t *testing.T) {
 	env["IMAGE_REPOSITORY"] = host + "/kcp-syncagent/api-syncagent"
 	env["CHART_REPOSITORY"] = "oci://" + host + "/kcp-syncagent/charts"
 
-	head := gitHead(t)
 	outputs := map[string]string{} // job.step.key
 	sbom := filepath.Join(temp, "sbom", "api-syncagent.cdx.json")
-	var sboms [][]byte // after each job
 	for _, jobName := range []string{"publish", "release"} {
 		j := w.Jobs[jobName]
 		known := offline[jobName]
@@ -237,7 +252,7 @@ func TestReleaseSteps(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "output")
 			stepEnv["GITHUB_OUTPUT"] = out
 			t.Logf("%s: running %q", jobName, s.Name)
-			cmd := exec.Command("bash", "-e", "-c", s.Run)
+			cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s.Run)
 			cmd.Dir = root
 			cmd.Env = environ(stepEnv)
 			log, err := cmd.CombinedOutput()
@@ -248,7 +263,6 @@ func TestReleaseSteps(t *testing.T) {
 				outputs[jobName+"."+s.ID+"."+k] = v
 			}
 		}
-		sboms = append(sboms, readFile(t, sbom))
 	}
 
 	// The image: the step's reference by digest is what the registry holds
@@ -297,16 +311,8 @@ func TestReleaseSteps(t *testing.T) {
 		}
 	}
 
-	// The SBOM the signing step attests, and the one the release attaches:
-	// the same document.
+	// The SBOM the signing step attests (and the release attaches).
 	checkSBOM(t, sbom)
-	if !bytes.Equal(sboms[0], sboms[1]) {
-		if head != gitHead(t) {
-			t.Log("HEAD moved while the test ran (a commit in this checkout): the two SBOMs name two commits, not compared")
-		} else {
-			t.Error("the publish and the release jobs wrote two different SBOMs of one commit")
-		}
-	}
 
 	// cosign is on the PATH of the following steps.
 	if path, err := os.ReadFile(env["GITHUB_PATH"]); err != nil {
@@ -538,24 +544,6 @@ func goModRequires(t *testing.T) map[string]string {
 	return out
 }
 
-func gitHead(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func readFile(t *testing.T, file string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 func readOutputs(t *testing.T, file string) map[string]string {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -612,4 +600,57 @@ func tail(b []byte, lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// checkHandOver: the publish job uploads the directories of the binaries
+// (with SHA256SUMS and its signature) and of the SBOM it attested; the
+// release job downloads that artifact and builds neither again, so what a
+// user downloads is what was signed.
+func checkHandOver(t *testing.T, w workflow) {
+	t.Helper()
+	find := func(job, uses string) *step {
+		for i, s := range w.Jobs[job].Steps {
+			if strings.HasPrefix(s.Uses, uses+"@") {
+				return &w.Jobs[job].Steps[i]
+			}
+		}
+		t.Errorf("job %s has no step using %s", job, uses)
+		return nil
+	}
+	up, down := find("publish", "actions/upload-artifact"), find("release", "actions/download-artifact")
+	if up == nil || down == nil {
+		return
+	}
+	if up.With["name"] == "" || up.With["name"] != down.With["name"] {
+		t.Errorf("publish uploads artifact %q, release downloads %q", up.With["name"], down.With["name"])
+	}
+	var paths []string
+	for _, line := range strings.Split(up.With["path"], "\n") {
+		paths = append(paths, strings.TrimSpace(line))
+	}
+	for _, dir := range []string{"${{ runner.temp }}/dist/", "${{ runner.temp }}/sbom/"} {
+		if !slices.Contains(paths, dir) {
+			t.Errorf("publish does not upload %s", dir)
+		}
+	}
+	if down.With["path"] != "${{ runner.temp }}" {
+		t.Errorf("release downloads into %q, want ${{ runner.temp }} (where its steps read dist/ and sbom/)", down.With["path"])
+	}
+	var signs, uploads int
+	for i, s := range w.Jobs["publish"].Steps {
+		switch {
+		case strings.Contains(s.Run, "cosign sign-blob") && strings.Contains(s.Run, `"$RUNNER_TEMP/dist/SHA256SUMS"`):
+			signs = i
+		case s.Uses == up.Uses:
+			uploads = i
+		}
+	}
+	if signs == 0 || signs > uploads {
+		t.Error("publish does not sign $RUNNER_TEMP/dist/SHA256SUMS before it uploads the files")
+	}
+	for _, s := range w.Jobs["release"].Steps {
+		if strings.Contains(s.Run, "make ") {
+			t.Errorf("release job: step %q runs make; it attaches what publish built and signed", s.Name)
+		}
+	}
 }
