@@ -213,9 +213,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 		if lock, err = newLeaderLock(rest.CopyConfig(svcCfg), o.Namespace, "syncagent."+o.AgentName, identity, f); err != nil {
 			return err
 		}
-		kcpCfg.Wrap(f.Wrap)
-		svcCfg.Wrap(f.Wrap)
-		ctx = fence.NewContext(ctx, f)
+		ctx = fenceWrites(ctx, f, kcpCfg, svcCfg)
 	}
 
 	ctx, cancel := context.WithCancel(ctx)

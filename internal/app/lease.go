@@ -144,3 +144,13 @@ func (l *leaderLock) release() error {
 		return err
 	})
 }
+
+// fenceWrites puts f in front of every write through the configs (and the
+// clients made from them later) and into the returned context, where a
+// pass finds it (fence.Closed).
+func fenceWrites(ctx context.Context, f *fence.Fence, cfgs ...*rest.Config) context.Context {
+	for _, cfg := range cfgs {
+		cfg.Wrap(f.Wrap)
+	}
+	return fence.NewContext(ctx, f)
+}

@@ -17,10 +17,14 @@ package app
 import (
 	"context"
 	"errors"
-	"github.com/go-logr/logr"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
@@ -77,5 +81,69 @@ func TestLeaderLockTellsTheFence(t *testing.T) {
 		if err := f.Check(); (err == nil) != s.allow {
 			t.Fatalf("%s: Check() = %v, want allowed=%v", s.name, err, s.allow)
 		}
+	}
+}
+
+// TestFenceWrites: every config handed to fenceWrites refuses writes while
+// the fence is closed, without sending them, and passes reads; the context
+// it returns tells the passes the fence is closed; after a renewal both
+// writes go through and the context says open.
+func TestFenceWrites(t *testing.T) {
+	var writes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			writes.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	f := fence.New(time.Minute, logr.Discard())
+	kcpCfg, svcCfg := &rest.Config{Host: srv.URL}, &rest.Config{Host: srv.URL}
+	ctx := fenceWrites(context.Background(), f, kcpCfg, svcCfg)
+
+	send := func(cfg *rest.Config, method string) error {
+		rt, err := rest.TransportFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequest(method, srv.URL+"/api/v1/namespaces/x/configmaps", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+
+	// Not renewed yet: closed.
+	if !fence.Closed(ctx) {
+		t.Error("the context does not say the fence is closed")
+	}
+	for name, cfg := range map[string]*rest.Config{"kcp": kcpCfg, "service": svcCfg} {
+		if err := send(cfg, http.MethodGet); err != nil {
+			t.Errorf("%s: a read while the fence is closed: %v", name, err)
+		}
+		if err := send(cfg, http.MethodPost); !errors.Is(err, fence.ErrLeaseNotRenewed) {
+			t.Errorf("%s: a write while the fence is closed: %v, want ErrLeaseNotRenewed", name, err)
+		}
+	}
+	if n := writes.Load(); n != 0 {
+		t.Errorf("%d writes reached the server while the fence was closed", n)
+	}
+
+	f.Written(f.Now(), true)
+	if fence.Closed(ctx) {
+		t.Error("the context says the fence is closed after a renewal")
+	}
+	for name, cfg := range map[string]*rest.Config{"kcp": kcpCfg, "service": svcCfg} {
+		if err := send(cfg, http.MethodPost); err != nil {
+			t.Errorf("%s: a write after a renewal: %v", name, err)
+		}
+	}
+	if n := writes.Load(); n != 2 {
+		t.Errorf("%d writes reached the server after the renewal, want 2", n)
 	}
 }
