@@ -54,6 +54,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/health"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/memlimit"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
@@ -124,6 +125,7 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		Namespace: deps.Options.Namespace,
 		Selector:  deps.Options.PublishedResourceSelector,
 		Target:    deps.Target,
+		Partition: deps.Target.Partition,
 		Resolver:  deps.Resolver,
 
 		StateSweepInterval:      deps.Options.StateSweepInterval,
@@ -207,12 +209,11 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// Lease (paused beyond it) writes nothing until it renews or exits.
 	// The controllers' passes find the fence in their context: a pass that
 	// fails while it is closed reports nothing (see lifecycle.Fenced).
-	var lock *leaderLock
+	// The Lease is written through a client that is not fenced.
+	leaseCfg := rest.CopyConfig(svcCfg)
+	var f *fence.Fence
 	if o.EnableLeaderElection {
-		f := fence.New(renewDeadline, log.WithName("fence"))
-		if lock, err = newLeaderLock(rest.CopyConfig(svcCfg), o.Namespace, "syncagent."+o.AgentName, identity, f); err != nil {
-			return err
-		}
+		f = fence.New(renewDeadline, log.WithName("fence"))
 		ctx = fenceWrites(ctx, f, kcpCfg, svcCfg)
 	}
 
@@ -243,7 +244,20 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	log.Info("Resolved kcp workspace",
 		"cluster", target.Workspace.Name, "path", target.Workspace.Path,
 		"apiexport", target.APIExportName, "apiexportCluster", target.APIExportWorkspace.Name,
-		"endpointslice", target.EndpointSliceName)
+		"endpointslice", target.EndpointSliceName, "partition", target.Partition)
+	if err := partitionChecks(o, target.Partition, log); err != nil {
+		return err
+	}
+
+	// The replicas of one partition (or of an agent without one) elect
+	// their leader; the partitions' agents each have their own.
+	leaseName := keys.LeaderLease(o.AgentName, target.Partition)
+	var lock *leaderLock
+	if f != nil {
+		if lock, err = newLeaderLock(leaseCfg, o.Namespace, leaseName, identity, f); err != nil {
+			return err
+		}
+	}
 
 	kcpClient, err := ctrlruntimeclient.New(target.Config, ctrlruntimeclient.Options{Scheme: kcp.NewScheme()})
 	if err != nil {
@@ -272,7 +286,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 
 		Logger:                              log,
 		LeaderElection:                      o.EnableLeaderElection,
-		LeaderElectionID:                    "syncagent." + o.AgentName,
+		LeaderElectionID:                    leaseName,
 		LeaderElectionNamespace:             o.Namespace,
 		LeaderElectionReleaseOnCancel:       true,
 		LeaderElectionResourceLockInterface: leaderLockInterface(lock),

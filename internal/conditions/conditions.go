@@ -18,6 +18,9 @@
 package conditions
 
 import (
+	"slices"
+	"strings"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -32,6 +35,34 @@ var readyOrder = []string{
 	syncagentv1alpha1.ConditionExportReady,
 	syncagentv1alpha1.ConditionSyncReady,
 	syncagentv1alpha1.ConditionConfigValid,
+}
+
+// SyncReadyType is the type of the syncmanager's condition: SyncReady, and
+// "SyncReady.<partition>" for an agent that serves one partition of the
+// export's shards, so that the agents of several partitions report side by
+// side instead of overwriting each other.
+func SyncReadyType(partition string) string {
+	if partition == "" {
+		return syncagentv1alpha1.ConditionSyncReady
+	}
+	return syncagentv1alpha1.ConditionSyncReady + "." + partition
+}
+
+// order is readyOrder with the partitions' SyncReady conditions present in
+// conds after SyncReady, sorted by type.
+func order(conds []metav1.Condition) []string {
+	var partitions []string
+	for _, c := range conds {
+		if strings.HasPrefix(c.Type, syncagentv1alpha1.ConditionSyncReady+".") {
+			partitions = append(partitions, c.Type)
+		}
+	}
+	if len(partitions) == 0 {
+		return readyOrder
+	}
+	slices.Sort(partitions)
+	i := slices.Index(readyOrder, syncagentv1alpha1.ConditionSyncReady) + 1
+	return slices.Concat(readyOrder[:i], partitions, readyOrder[i:])
 }
 
 // Ready computes the Ready condition from the conditions present: True when
@@ -52,7 +83,7 @@ func Ready(conds []metav1.Condition, generation int64) metav1.Condition {
 		ready.Message = "The schema has not been processed yet."
 		return ready
 	}
-	for _, t := range readyOrder {
+	for _, t := range order(conds) {
 		c := meta.FindStatusCondition(conds, t)
 		if c == nil || c.Status == metav1.ConditionTrue {
 			continue

@@ -57,6 +57,26 @@ func TestReady(t *testing.T) {
 		},
 		{name: "schema false", conds: []metav1.Condition{cond(schema, fal, "SourceNotFound"), cond(export, fal, "WaitingForSchema")}, wantStatus: fal, wantReason: "SourceNotFound"},
 		{name: "unknown is copied as unknown", conds: []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(export, unk, "WaitingForSchema")}, wantStatus: unk, wantReason: "WaitingForSchema"},
+		{
+			name:       "partitions: all running",
+			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(export, tru, "SchemaExported"), cond(SyncReadyType("eu"), tru, "Running"), cond(SyncReadyType("us"), tru, "Running")},
+			wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady,
+		},
+		{
+			name:       "partitions: one partition not running makes Ready false",
+			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(SyncReadyType("us"), fal, "EndpointUnreachable"), cond(SyncReadyType("eu"), tru, "Running"), cond(config, tru, "Valid")},
+			wantStatus: fal, wantReason: "EndpointUnreachable",
+		},
+		{
+			name:       "partitions: sorted by type, after SyncReady, before ConfigValid",
+			conds:      []metav1.Condition{cond(config, fal, "InvalidConfiguration"), cond(SyncReadyType("us"), fal, "NoEndpoints"), cond(SyncReadyType("eu"), fal, "ControllerStarting"), cond(schema, tru, "SchemaAvailable")},
+			wantStatus: fal, wantReason: "ControllerStarting",
+		},
+		{
+			name:       "a type that only begins like SyncReady is not a partition's",
+			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond("SyncReadyish", fal, "Other")},
+			wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady,
+		},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {

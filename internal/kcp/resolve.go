@@ -61,6 +61,10 @@ type Target struct {
 	// workspace URLs. In --apiexport-ref mode it is the export's name, and the
 	// slice may not exist (then the export's status URLs are used).
 	EndpointSliceName string
+	// Partition is the Partition the endpoint slice names (spec.partition),
+	// read at start: the slice lists only that partition's shards. Empty
+	// without one, and in --apiexport-ref mode.
+	Partition string
 
 	// APIExportMode is set with --apiexport-ref: the endpoint slice may be
 	// missing, and then the export's status.virtualWorkspaces are used.
@@ -131,6 +135,7 @@ func resolveOnce(ctx context.Context, cfg *rest.Config, ref Ref) (*Target, error
 		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %q: %w", ref.APIExportEndpointSlice, err)
 	}
 	t.EndpointSliceName = slice.Name
+	t.Partition = slice.Spec.Partition
 	t.APIExportName = slice.Spec.APIExport.Name
 
 	exportPath := slice.Spec.APIExport.Path

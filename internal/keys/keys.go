@@ -130,6 +130,52 @@ const (
 // with a hash of the name where the name does not fit a qualified name.
 func ReleaseFinalizer(agentName string) string { return perAgent("release-", agentName) }
 
+// ReleaseFinalizerIn is the release finalizer of an agent that serves one
+// partition of the export's shards (its endpoint slice names a Partition):
+// "syncagent.kcp.io/release-<agent name>.<partition>", hashed where it does
+// not fit. The agents of the other partitions release their own objects
+// and keep their own finalizers. Without a partition it is
+// ReleaseFinalizer.
+func ReleaseFinalizerIn(agentName, partition string) string {
+	if partition == "" {
+		return ReleaseFinalizer(agentName)
+	}
+	return perAgent("release-", agentName+"."+partition)
+}
+
+// SyncedResourcesIn is the SyncedResources annotation of an agent that
+// serves one partition: "syncagent.kcp.io/synced-resources.<partition>"
+// (a hash of the partition where it does not fit). Without a partition it
+// is SyncedResources.
+func SyncedResourcesIn(partition string) string {
+	if partition == "" {
+		return SyncedResources
+	}
+	name := "synced-resources." + partition
+	if len(name) > 63 {
+		sum := sha256.Sum256([]byte(partition))
+		name = "synced-resources." + hex.EncodeToString(sum[:])[:20]
+	}
+	return "syncagent.kcp.io/" + name
+}
+
+// LeaderLease is the name of the Lease the replicas of an agent elect
+// their leader with: "syncagent.<agent name>", and with a partition
+// "syncagent.<agent name>.<partition>" (a hash of the partition where the
+// name would pass 253 characters), so each partition has a leader and the
+// replicas of one partition only ever follow each other.
+func LeaderLease(agentName, partition string) string {
+	name := "syncagent." + agentName
+	if partition == "" {
+		return name
+	}
+	if len(name)+1+len(partition) > 253 {
+		sum := sha256.Sum256([]byte(partition))
+		return name + "." + hex.EncodeToString(sum[:])[:20]
+	}
+	return name + "." + partition
+}
+
 // CleanupFinalizerOf (ours) is the finalizer with which an agent guards the
 // deletion of the kcp objects it syncs (primaries and kcp-origin related
 // sources): "syncagent.kcp.io/cleanup-<agent name>", one per agent, hashed

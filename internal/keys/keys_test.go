@@ -38,3 +38,42 @@ func TestReleaseFinalizer(t *testing.T) {
 		t.Errorf("long names: %q and %q, want distinct 20-digit hashes", a, b)
 	}
 }
+
+// TestPartitionNames: an agent without a partition keeps the names it
+// always had; every partition gets names of its own that are valid
+// (qualified names, a Lease name) however long the partition's name.
+func TestPartitionNames(t *testing.T) {
+	const agent = "things-syncagent"
+	if ReleaseFinalizerIn(agent, "") != ReleaseFinalizer(agent) || SyncedResourcesIn("") != SyncedResources || LeaderLease(agent, "") != "syncagent."+agent {
+		t.Error("without a partition the names differ from the agent's usual ones")
+	}
+	long := strings.Repeat("p", 253)
+	seen := map[string]string{}
+	for _, p := range []string{"", "eu", "eu.west", strings.Repeat("p", 46), strings.Repeat("p", 47), long, long[:252] + "q"} {
+		for kind, got := range map[string]string{
+			"release": ReleaseFinalizerIn(agent, p),
+			"synced":  SyncedResourcesIn(p),
+			"lease":   LeaderLease(agent, p),
+		} {
+			var errs []string
+			if kind == "lease" {
+				errs = validation.IsDNS1123Subdomain(got)
+			} else {
+				errs = validation.IsQualifiedName(got)
+			}
+			if len(errs) > 0 {
+				t.Errorf("%s name for partition %q: %q is invalid: %v", kind, p, got, errs)
+			}
+			if other, dup := seen[kind+"/"+got]; dup {
+				t.Errorf("%s name %q for partitions %q and %q", kind, got, other, p)
+			}
+			seen[kind+"/"+got] = p
+		}
+	}
+	if got := ReleaseFinalizerIn(agent, "eu"); got != "syncagent.kcp.io/release-things-syncagent.eu" {
+		t.Errorf("release finalizer of partition eu: %q", got)
+	}
+	if got := LeaderLease(agent, "eu"); got != "syncagent.things-syncagent.eu" {
+		t.Errorf("Lease of partition eu: %q", got)
+	}
+}

@@ -31,7 +31,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -150,6 +149,12 @@ type Options struct {
 	SyncWorkers int
 	// KcpWarningEventsOnly records only Warning Events on kcp objects.
 	KcpWarningEventsOnly bool
+	// Partition is the Partition the endpoint slice names ("" without
+	// one): the agent serves only its shards, and the keys it writes on
+	// PublishedResources (release finalizer, synced resources, SyncReady)
+	// are its partition's, next to the other partitions' agents' (see
+	// partition.go).
+	Partition string
 	// ReleaseOnly: the sync controller is disabled (--disabled-controllers
 	// sync). No PublishedResource is synced; each that carries the agent's
 	// release finalizer (it synced it before) is released as when
@@ -458,7 +463,7 @@ func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.Publ
 			continue
 		}
 		others = append(others, other.Name)
-		if other.DeletionTimestamp == nil && precedes(other, owner) {
+		if other.DeletionTimestamp == nil && r.precedes(other, owner) {
 			owner = other
 		}
 	}
@@ -471,14 +476,14 @@ func (r *reconciler) sourceOwner(ctx context.Context, pr *syncagentv1alpha1.Publ
 }
 
 // precedes orders PublishedResources of one source kind (see sourceOwner).
-func precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
+func (r *reconciler) precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
 	if ea, eb := syncEnabled(a), syncEnabled(b); ea != eb {
 		return ea
 	}
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
 	}
-	if ra, rb := syncedBefore(a), syncedBefore(b); ra != rb {
+	if ra, rb := r.syncedBefore(a), r.syncedBefore(b); ra != rb {
 		return ra
 	}
 	return a.Name < b.Name
@@ -488,8 +493,8 @@ func precedes(a, b *syncagentv1alpha1.PublishedResource) bool {
 // last time: a SyncReady condition other than SourceConflict (while its
 // controller starts after a restart it says ControllerStarting, not
 // Running).
-func syncedBefore(pr *syncagentv1alpha1.PublishedResource) bool {
-	c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady)
+func (r *reconciler) syncedBefore(pr *syncagentv1alpha1.PublishedResource) bool {
+	c := r.syncReadyOf(pr)
 	return c != nil && c.Reason != syncagentv1alpha1.ReasonSourceConflict
 }
 
@@ -507,7 +512,7 @@ func syncEnabled(pr *syncagentv1alpha1.PublishedResource) bool {
 func (r *reconciler) conflicted(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, owner string, urls []string) (metav1.Condition, reconcile.Result, error) {
 	r.fleet.Stop(pr.Name)
 	msg := fmt.Sprintf("Not synced: PublishedResource %s publishes the same source kind %s and takes precedence (enabled, then older), and local copies are found by workspace, namespace and name (older ones record no kcp kind), so the two would take each other's copies. Publish the kind once, or delete or deselect one of them.", owner, projection.SourceGK(pr))
-	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
+	if c := r.syncReadyOf(pr); c == nil || c.Reason != syncagentv1alpha1.ReasonSourceConflict {
 		r.prEvents.Event(pr, corev1.EventTypeWarning, syncagentv1alpha1.ReasonSourceConflict, msg)
 	}
 	r.servedMu.Lock()
@@ -622,7 +627,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return result, err
 	}
 	if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
-		conditions.Apply(st, cond, pr.Generation)
+		conditions.Apply(st, r.ownSyncReady(cond), pr.Generation)
 	}); werr != nil {
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
@@ -723,7 +728,7 @@ func (r *reconciler) finalize(ctx context.Context, pr *syncagentv1alpha1.Publish
 		cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
 			"The PublishedResource is deleted; releasing its objects in kcp failed and is retried: %v", err)
 		if werr := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
-			conditions.Apply(st, cond, pr.Generation)
+			conditions.Apply(st, r.ownSyncReady(cond), pr.Generation)
 		}); werr != nil {
 			return reconcile.Result{}, errors.Join(err, werr)
 		}
@@ -786,7 +791,7 @@ func (r *reconciler) releaseInFlight(ctx context.Context, pr *syncagentv1alpha1.
 	cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing,
 		"The PublishedResource is deleted; releasing its objects in kcp: %d released of the %d found so far.", released, found)
 	if err := r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
-		conditions.Apply(st, cond, pr.Generation)
+		conditions.Apply(st, r.ownSyncReady(cond), pr.Generation)
 	}); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -797,7 +802,7 @@ func (r *reconciler) releaseInFlight(ctx context.Context, pr *syncagentv1alpha1.
 // release), counting into progress, and resets the release backoff once
 // that worked.
 func (r *reconciler) releaseAll(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, urls []string, progress *releaseProgress) error {
-	grs := syncedResources(pr)
+	grs := r.syncedResources(pr)
 	if gr, ok := projection.SchemaGroupResource(pr.Status.ResourceSchemaName); ok && !slices.Contains(grs, gr) {
 		grs = append(grs, gr)
 	}
@@ -834,9 +839,9 @@ func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alp
 	}
 	patch := ctrlruntimeclient.MergeFromWithOptions(pr.DeepCopy(), ctrlruntimeclient.MergeFromWithOptimisticLock{})
 	if want {
-		controllerutil.AddFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
+		controllerutil.AddFinalizer(pr, r.releaseFinalizer())
 	} else {
-		controllerutil.RemoveFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
+		controllerutil.RemoveFinalizer(pr, r.releaseFinalizer())
 	}
 	err := r.client.Patch(ctx, pr, patch)
 	switch {
@@ -875,7 +880,7 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	owner, others, err := r.sourceOwner(ctx, pr)
 	if err != nil {
 		// Cannot tell now: the condition stays as it is.
-		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil {
+		if c := r.syncReadyOf(pr); c != nil {
 			return *c, reconcile.Result{}, err
 		}
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
@@ -952,12 +957,12 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 	}
 	// Recorded before the controller can give any object our finalizer.
 	current := schema.GroupResource{Group: remoteGVK.Group, Resource: projected.Spec.Names.Plural}
-	if recorded := syncedResources(pr); !slices.Contains(recorded, current) {
+	if recorded := r.syncedResources(pr); !slices.Contains(recorded, current) {
 		// Locked: pr may come from a cache that has not seen the last
 		// change of the record (this worker's, or a release's).
 		err := r.setSyncedResources(ctx, pr, append(recorded, current), true)
 		if apierrors.IsConflict(err) {
-			return keptSyncReady(pr), reconcile.Result{RequeueAfter: conflictRetry}, nil
+			return r.keptSyncReady(pr), reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		if err != nil {
 			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStartFailed, "%v", err), reconcile.Result{}, err
@@ -1028,8 +1033,8 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 
 // keptSyncReady is pr's SyncReady condition as it is (a reconcile that
 // decided nothing), or ControllerStarting if it has none.
-func keptSyncReady(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
-	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil {
+func (r *reconciler) keptSyncReady(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
+	if c := r.syncReadyOf(pr); c != nil {
 		return *c
 	}
 	return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonControllerStarting, "The sync controller is starting.")
@@ -1049,7 +1054,7 @@ func (r *reconciler) syncCondition(pr *syncagentv1alpha1.PublishedResource, st S
 		return cond, reconcile.Result{RequeueAfter: st.RetryIn}
 	case PhaseStarting:
 		// The fleet asks for a reconcile when the controller runs or fails.
-		if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil &&
+		if c := r.syncReadyOf(pr); c != nil &&
 			c.Reason == syncagentv1alpha1.ReasonRunning && c.ObservedGeneration == pr.Generation {
 			// The agent restarted (or this generation's controller is
 			// started again): a start that takes the usual moment does

@@ -156,7 +156,7 @@ func (r *reconciler) earlierPending(pr *syncagentv1alpha1.PublishedResource, key
 	r.servedMu.Lock()
 	defer r.servedMu.Unlock()
 	done, ok := r.earlierDone[pr.Name]
-	recorded := syncedResources(pr)
+	recorded := r.syncedResources(pr)
 	var pending []schema.GroupResource
 	for _, gr := range recorded {
 		if gr != key.current && !(ok && done.key == key && slices.Contains(done.released, gr)) {
@@ -177,7 +177,7 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 	failed := map[schema.GroupResource]bool{}
 	var errs []error
 	if err := r.throughEveryEndpoint(ctx, urls, func(urls []string) error {
-		for _, gr := range syncedResources(pr) {
+		for _, gr := range r.syncedResources(pr) {
 			if gr == current || failed[gr] {
 				continue
 			}
@@ -194,7 +194,7 @@ func (r *reconciler) releaseEarlier(ctx context.Context, pr *syncagentv1alpha1.P
 		return err // nothing is forgotten
 	}
 	var released []schema.GroupResource
-	for _, gr := range syncedResources(pr) {
+	for _, gr := range r.syncedResources(pr) {
 		if gr != current && !failed[gr] {
 			released = append(released, gr)
 		}
@@ -228,7 +228,7 @@ func (r *reconciler) forgetSyncedResources(ctx context.Context, pr *syncagentv1a
 		if live.UID != pr.UID {
 			return nil // deleted and created again: not this release's record
 		}
-		keep := slices.DeleteFunc(syncedResources(live), func(gr schema.GroupResource) bool { return slices.Contains(grs, gr) })
+		keep := slices.DeleteFunc(r.syncedResources(live), func(gr schema.GroupResource) bool { return slices.Contains(grs, gr) })
 		err := r.setSyncedResources(ctx, live, keep, true)
 		if !apierrors.IsConflict(err) || attempt == recordConflictRetries {
 			return err

@@ -97,8 +97,8 @@ func TestEarlierReleaseRunsOffTheWorker(t *testing.T) {
 	var starts atomic.Int32
 	slow := func(ctx context.Context, p *syncagentv1alpha1.PublishedResource, cur schema.GroupResource, progress *releaseProgress) error {
 		starts.Add(1)
-		if cur != current || len(syncedResources(p)) != 2 {
-			t.Errorf("the release got current %v and records %v", cur, syncedResources(p))
+		if cur != current || len(r.syncedResources(p)) != 2 {
+			t.Errorf("the release got current %v and records %v", cur, r.syncedResources(p))
 		}
 		progress.count(2000, 700)
 		select {

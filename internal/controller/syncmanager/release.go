@@ -38,7 +38,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
-	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -385,7 +384,7 @@ func (f *fleet) releaseEvent(cluster string, obj *unstructured.Unstructured) {
 
 // hasReleaseFinalizer reports whether the PublishedResource carries ours.
 func (r *reconciler) hasReleaseFinalizer(pr *syncagentv1alpha1.PublishedResource) bool {
-	return controllerutil.ContainsFinalizer(pr, keys.ReleaseFinalizer(r.AgentName))
+	return controllerutil.ContainsFinalizer(pr, r.releaseFinalizer())
 }
 
 // servedResource finds the version (the group's preferred one first) and
@@ -450,9 +449,9 @@ func (r *reconciler) resourceOfKind(url string, gvk schema.GroupVersionKind) (sc
 }
 
 // syncedResources reads the kcp resources recorded on a PublishedResource.
-func syncedResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupResource {
+func (r *reconciler) syncedResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupResource {
 	var out []schema.GroupResource
-	for _, s := range strings.Split(pr.Annotations[keys.SyncedResources], ",") {
+	for _, s := range strings.Split(pr.Annotations[r.syncedResourcesKey()], ",") {
 		if s = strings.TrimSpace(s); s != "" {
 			out = append(out, schema.ParseGroupResource(s))
 		}
@@ -471,14 +470,14 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 	slices.Sort(names)
 	names = slices.Compact(names)
 	value := strings.Join(names, ",")
-	if pr.Annotations[keys.SyncedResources] == value {
+	if pr.Annotations[r.syncedResourcesKey()] == value {
 		return nil
 	}
 	var v any = value
 	if value == "" {
 		v = nil
 	}
-	meta := map[string]any{"annotations": map[string]any{keys.SyncedResources: v}}
+	meta := map[string]any{"annotations": map[string]any{r.syncedResourcesKey(): v}}
 	if locked {
 		meta["resourceVersion"] = pr.ResourceVersion
 	}
@@ -522,7 +521,7 @@ func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource
 		if other.Name == prName {
 			continue
 		}
-		if current, ok := projection.SchemaGroupResource(other.Status.ResourceSchemaName); (ok && current == gr) || slices.Contains(syncedResources(other), gr) {
+		if current, ok := projection.SchemaGroupResource(other.Status.ResourceSchemaName); (ok && current == gr) || slices.Contains(r.syncedResources(other), gr) {
 			return true, nil
 		}
 	}

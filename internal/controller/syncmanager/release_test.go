@@ -180,8 +180,10 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 		return p
 	}
 	ours, theirs := keys.ReleaseFinalizer("x"), keys.ReleaseFinalizer("y")
+	eu, us := keys.ReleaseFinalizerIn("x", "eu"), keys.ReleaseFinalizerIn("x", "us")
 	testcases := []struct {
 		name      string
+		partition string
 		pr        *syncagentv1alpha1.PublishedResource
 		forbidden bool
 		want      []string
@@ -191,6 +193,8 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 		{name: "another agent's deleted one is not finalized by us", pr: pr("c", "y", true, theirs), want: []string{theirs}},
 		{name: "a deselected one loses our finalizer only", pr: pr("d", "y", false, ours, theirs), want: []string{theirs}},
 		{name: "without patch permission the agent goes on", pr: pr("e", "x", false), forbidden: true},
+		{name: "a partition's agent adds its partition's finalizer next to another partition's", partition: "eu", pr: pr("f", "x", false, us), want: []string{us, eu}},
+		{name: "deselected, a partition's agent removes only its partition's finalizer", partition: "eu", pr: pr("g", "y", false, us, eu, ours), want: []string{us, ours}},
 	}
 	for _, tc := range testcases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -203,7 +207,7 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 				},
 			}).Build()
 			h := newFleetHarness(t)
-			r := &reconciler{Options: Options{AgentName: "x", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
+			r := &reconciler{Options: Options{AgentName: "x", Partition: tc.partition, Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
 				releases: startedReleases(t), client: c, kcpCache: c, fleet: h.fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
 				status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
 				warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
@@ -220,6 +224,12 @@ func TestReleaseFinalizerBelongsToItsAgent(t *testing.T) {
 			}
 			if tc.forbidden && findSyncReady(got) == nil {
 				t.Error("without patch permission the PublishedResource was not reconciled")
+			}
+			if tc.partition != "" && got.Labels["agent"] == "x" {
+				// The condition of its partition, and no other.
+				if r.syncReadyOf(got) == nil || findSyncReady(got) != nil {
+					t.Errorf("conditions %+v, want %s and no SyncReady", got.Status.Conditions, conditions.SyncReadyType(tc.partition))
+				}
 			}
 			if !slices.Equal(got.Finalizers, tc.want) {
 				t.Errorf("finalizers %v, want %v", got.Finalizers, tc.want)

@@ -1,0 +1,52 @@
+// Copyright 2026 The api-syncagent Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package syncmanager
+
+import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// The keys this agent writes on the PublishedResources it selects are its
+// partition's (Options.Partition): the agents of several partitions of one
+// export select the same PublishedResources, and each releases what it
+// synced on its own shards, so each keeps a finalizer, a record of synced
+// resources and a SyncReady condition of its own. Without a partition they
+// are the usual ones.
+
+// releaseFinalizer is the finalizer with which this agent keeps a
+// PublishedResource until it released its objects.
+func (r *reconciler) releaseFinalizer() string {
+	return keys.ReleaseFinalizerIn(r.AgentName, r.Partition)
+}
+
+// syncedResourcesKey is the annotation recording the kcp resources this
+// agent's controllers synced for a PublishedResource.
+func (r *reconciler) syncedResourcesKey() string { return keys.SyncedResourcesIn(r.Partition) }
+
+// ownSyncReady is c (built as SyncReady) with this agent's condition type.
+func (r *reconciler) ownSyncReady(c metav1.Condition) metav1.Condition {
+	c.Type = conditions.SyncReadyType(r.Partition)
+	return c
+}
+
+// syncReadyOf is this agent's SyncReady condition on pr, nil if it has none.
+func (r *reconciler) syncReadyOf(pr *syncagentv1alpha1.PublishedResource) *metav1.Condition {
+	return apimeta.FindStatusCondition(pr.Status.Conditions, conditions.SyncReadyType(r.Partition))
+}
