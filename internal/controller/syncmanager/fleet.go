@@ -115,6 +115,9 @@ type endpoint struct {
 	// current provider's run with a cause. Both guarded by fleet.provMu.
 	generation int
 	endAttempt context.CancelCauseFunc
+	// failed: the last connection failed and the next one has not started
+	// yet (guarded by fleet.provMu); it does not count as connected.
+	failed bool
 }
 
 // endpointID names the connection of an endpoint: each fresh provider is a
@@ -386,6 +389,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 		f.provMu.Lock()
 		p := ep.provider
 		ep.endAttempt = cancel
+		ep.failed = false
 		f.provMu.Unlock()
 		started := time.Now()
 		err := p.Run(attempt, f.mcMgr)
@@ -399,6 +403,9 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 			f.log.Info("Connecting again to a virtual workspace endpoint to drop informers no sync controller uses", "url", u)
 		} else {
 			metrics.EndpointReconnects.WithLabelValues(metrics.ReconnectFailed).Inc()
+			f.provMu.Lock()
+			ep.failed = true
+			f.provMu.Unlock()
 			if time.Since(started) > endpointRetryMax {
 				wait = endpointRetryMin // it worked for a while: a new failure starts over
 			}
@@ -678,7 +685,12 @@ func (f *fleet) syncing(gk schema.GroupKind) (controllerKey, syncController, boo
 // stats are the fleet's metrics (see metrics.FleetStats).
 func (f *fleet) stats() metrics.FleetStats {
 	f.provMu.RLock()
-	endpoints := len(f.providers)
+	endpoints := 0
+	for _, ep := range f.providers {
+		if !ep.failed {
+			endpoints++
+		}
+	}
 	f.provMu.RUnlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -309,7 +309,8 @@ type fakeCluster struct{ cluster.Cluster }
 func (fakeCluster) GetCache() cache.Cache { return nil }
 
 // TestFleetStats: a PublishedResource whose controller is retried after a
-// failure counts once (starting), not also as failed.
+// failure counts once (starting), not also as failed; an endpoint whose
+// connection failed does not count as connected.
 func TestFleetStats(t *testing.T) {
 	f := newFleet(logr.Discard(), nil, nil, 0)
 	f.controllers["running"] = &running{synced: true}
@@ -318,8 +319,11 @@ func TestFleetStats(t *testing.T) {
 	f.failures["retrying"] = &failure{}
 	f.failures["failed"] = &failure{}
 	f.clusters["ws1"], f.clusters["ws2"] = engaged{}, engaged{}
+	// Two endpoints listed; one's connection failed and waits to be made
+	// again: one is connected.
+	f.providers["https://a"], f.providers["https://b"] = &endpoint{}, &endpoint{failed: true}
 	got := f.stats()
-	want := metrics.FleetStats{Controllers: map[string]int{"running": 1, "starting": 1, "disabled": 1, "failed": 1}, Workspaces: 2}
+	want := metrics.FleetStats{Controllers: map[string]int{"running": 1, "starting": 1, "disabled": 1, "failed": 1}, Workspaces: 2, Endpoints: 1}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stats (-want +got):\n%s", diff)
 	}
