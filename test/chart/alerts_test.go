@@ -197,7 +197,7 @@ func TestPrometheusRule_values(t *testing.T) {
 	}
 
 	noElection := alertsOn(nil)
-	noElection["enableLeaderElection"] = false
+	noElection["enableLeaderElection"], noElection["replicas"] = false, 1
 	if _, ok := renderedRules(t, noElection)["SyncAgentNoLeader"]; ok {
 		t.Error("SyncAgentNoLeader rendered without leader election (it would fire all the time)")
 	}

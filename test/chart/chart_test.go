@@ -328,7 +328,7 @@ func TestRender_allValues(t *testing.T) {
 	c := agentContainer(t, d)
 	diff(t, "args", []string{
 		"--namespace=$(POD_NAMESPACE)",
-		"--enable-leader-election=false",
+		"--enable-leader-election=true",
 		"--apiexportendpointslice-ref=my-slice",
 		"--agent-name=$(AGENT_NAME)",
 		"--kcp-kubeconfig=/etc/api-syncagent/kcp/kubeconfig",
@@ -450,9 +450,9 @@ func TestRender_allValues(t *testing.T) {
 			alerts = append(alerts, r.(map[string]any)["alert"].(string))
 		}
 	}
-	// No leader election: no SyncAgentNoLeader; SyncAgentPatrolDrift turned off.
+	// SyncAgentPatrolDrift turned off.
 	diff(t, "alerts", []string{
-		"SyncAgentDown", "SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck",
+		"SyncAgentDown", "SyncAgentNoLeader", "SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck",
 		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed",
 	}, alerts)
 	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-"+ns+"-dashboard")
@@ -488,6 +488,9 @@ func TestRender_variants(t *testing.T) {
 			t.Errorf("serviceAccountName = %q, want default", d.Spec.Template.Spec.ServiceAccountName)
 		}
 		diff(t, "rendered objects", []string{"CustomResourceDefinition publishedresources.syncagent.kcp.io", "Deployment syncagent/" + fullname}, inventory(objs))
+		if !slices.Contains(c.Args, "--enable-leader-election=false") || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("leader election off: args %v, strategy %q, want --enable-leader-election=false and Recreate", c.Args, d.Spec.Strategy.Type)
+		}
 	})
 	t.Run("metrics on, Service off", func(t *testing.T) {
 		objs := render(t, with(map[string]any{"metrics": map[string]any{"service": map[string]any{"enabled": false}}}))

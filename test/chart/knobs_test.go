@@ -109,7 +109,49 @@ func TestRender_podDisruptionBudget(t *testing.T) {
 			if spec.MaxUnavailable == nil || spec.MaxUnavailable.IntValue() != 1 || spec.MinAvailable != nil {
 				t.Errorf("PDB spec = %+v, want maxUnavailable 1", spec)
 			}
+			// Replicas that are not ready (kcp down makes all of them so)
+			// never hold a drain up.
+			if p := spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+				t.Errorf("unhealthyPodEvictionPolicy = %v, want AlwaysAllow", p)
+			}
 		})
+	}
+}
+
+// TestRender_refusesWhatBlocksOrDoubles: values that would block every
+// node drain (a budget that allows no eviction) or run two writers (more
+// than one replica without leader election) are refused with the reason.
+func TestRender_refusesWhatBlocksOrDoubles(t *testing.T) {
+	pdb := func(k string, v any) map[string]any {
+		return map[string]any{"podDisruptionBudget": map[string]any{k: v}}
+	}
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"maxUnavailable 0", pdb("maxUnavailable", 0), "allows no eviction"},
+		{"maxUnavailable 0%", pdb("maxUnavailable", "0%"), "allows no eviction"},
+		{"minAvailable 100%", pdb("minAvailable", "100%"), "allows no eviction"},
+		{"minAvailable of every replica", pdb("minAvailable", 2), "allows no eviction"},
+		{"minAvailable above the replicas", pdb("minAvailable", "5"), "allows no eviction"},
+		{"two replicas without leader election", map[string]any{"enableLeaderElection": false}, "need enableLeaderElection"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(release, namespace, with(tc.values))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+	// What still renders: a budget that lets one go, one replica without
+	// leader election (replaced, not surged).
+	if _, err := Render(release, namespace, with(pdb("minAvailable", 1))); err != nil {
+		t.Errorf("minAvailable 1 of 2: %v", err)
+	}
+	d := get[appsv1.Deployment](t, render(t, with(map[string]any{"enableLeaderElection": false, "replicas": 1})), "Deployment", fullname)
+	if d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("one replica without leader election: strategy %q, want Recreate", d.Spec.Strategy.Type)
 	}
 }
 

@@ -45,7 +45,6 @@ func allValues() map[string]any {
 		"publishedResourceSelector":  "team in (a,b)",
 		"image":                      map[string]any{"repository": "registry.example.com/agent", "tag": "v9", "pullPolicy": "Always"},
 		"replicas":                   3,
-		"enableLeaderElection":       false,
 		"disabledControllers":        []any{"apiexport", "apiresourceschema"},
 		"enableImports":              true,
 		"namespaceMetadata": map[string]any{
@@ -122,6 +121,9 @@ func switchesOff() map[string]any {
 		// Grants no delete and no list of every type.
 		"deleteCreatedNamespaces": false,
 		"podDisruptionBudget":     map[string]any{"enabled": false},
+		// One replica: more need a leader.
+		"replicas":             1,
+		"enableLeaderElection": false,
 	})
 }
 
