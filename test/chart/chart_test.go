@@ -293,7 +293,7 @@ func TestRender_allValues(t *testing.T) {
 	diff(t, "rendered objects", []string{
 		"ClusterRole " + full + ":" + ns,
 		"ClusterRoleBinding " + full + ":" + ns,
-		"ConfigMap monitoring/" + full + "-" + ns + "-dashboard",
+		"ConfigMap monitoring/" + dashboardConfigMap(ns, full),
 		"Deployment " + ns + "/" + full,
 		"PodDisruptionBudget " + ns + "/" + full,
 		"PrometheusRule " + ns + "/" + full,
@@ -455,7 +455,7 @@ func TestRender_allValues(t *testing.T) {
 		"SyncAgentDown", "SyncAgentNoLeader", "SyncAgentPublishedResourceNotReady", "SyncAgentSyncErrors", "SyncAgentQueueStuck",
 		"SyncAgentNoEndpoint", "SyncAgentSyncControllerFailed", "SyncAgentKubeconfigReloadFailed",
 	}, alerts)
-	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", full+"-"+ns+"-dashboard")
+	dashboard := get[corev1.ConfigMap](t, objs, "ConfigMap", dashboardConfigMap(ns, full))
 	if dashboard.Labels["grafana_dashboard"] != "yes" || dashboard.Annotations["grafana_folder"] != "kcp" {
 		t.Errorf("dashboard ConfigMap metadata = %v / %v", dashboard.Labels, dashboard.Annotations)
 	}
@@ -463,7 +463,7 @@ func TestRender_allValues(t *testing.T) {
 		UID    string `json:"uid"`
 		Panels []any  `json:"panels"`
 	}
-	if err := json.Unmarshal([]byte(dashboard.Data["api-syncagent-agents-custom-name.json"]), &board); err != nil || !strings.HasPrefix(board.UID, "syncagent-") || len(board.Panels) == 0 {
+	if err := json.Unmarshal([]byte(dashboard.Data["api-syncagent-"+dashboardID(ns, full)+".json"]), &board); err != nil || !strings.HasPrefix(board.UID, "syncagent-") || len(board.Panels) == 0 {
 		t.Errorf("the dashboard does not parse as a Grafana dashboard (uid %q, %d panels): %v", board.UID, len(board.Panels), err)
 	}
 

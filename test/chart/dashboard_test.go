@@ -15,6 +15,8 @@
 package chart
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -22,6 +24,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // dashboard is what the test reads of a rendered Grafana dashboard.
@@ -45,6 +48,28 @@ type dashboard struct {
 	} `json:"templating"`
 }
 
+// dashboardID is the id of the dashboard of the release whose full name is
+// fullname in namespace: the start of the SHA-256 of "namespace/fullname".
+func dashboardID(namespace, fullname string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + fullname))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// dashboardConfigMap is the name of the dashboard ConfigMap of the release
+// whose full name is fullname in namespace.
+func dashboardConfigMap(namespace, fullname string) string {
+	return strings.TrimSuffix(fullname[:min(len(fullname), 36)], "-") + "-dashboard-" + dashboardID(namespace, fullname)
+}
+
+// fullnameOf is the chart's full name of a release (no overrides): the
+// release's name if it holds the chart's, else both.
+func fullnameOf(release string) string {
+	if strings.Contains(release, "api-syncagent") {
+		return release
+	}
+	return release + "-api-syncagent"
+}
+
 // renderDashboard renders the dashboard ConfigMap of release in namespace
 // and returns its file name and dashboard.
 func renderDashboard(t *testing.T, release, namespace string) (string, dashboard) {
@@ -53,7 +78,11 @@ func renderDashboard(t *testing.T, release, namespace string) (string, dashboard
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", release+"-api-syncagent-"+namespace+"-dashboard")
+	name := dashboardConfigMap(namespace, fullnameOf(release))
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > 63 {
+		t.Errorf("dashboard ConfigMap name %q: %v", name, errs)
+	}
+	cm := get[corev1.ConfigMap](t, objs, "ConfigMap", name)
 	if cm.Namespace != "monitoring" {
 		t.Fatalf("dashboard ConfigMap in %q, want metrics.dashboard.namespace", cm.Namespace)
 	}
@@ -125,9 +154,18 @@ func TestDashboard_twoReleasesInOneNamespace(t *testing.T) {
 // namespaces, whose dashboards go to one namespace for the sidecar, do not
 // fight over one ConfigMap (the second install would fail) or one uid.
 func TestDashboard_oneNameInTwoNamespaces(t *testing.T) {
-	keyA, a := renderDashboard(t, "agent", "team-a") // renderDashboard finds the ConfigMap by its name
-	keyB, b := renderDashboard(t, "agent", "team-b")
-	if a.UID == b.UID || keyA == keyB {
-		t.Errorf("uid %q/%q, file %q/%q", a.UID, b.UID, keyA, keyB)
+	for _, pair := range [][2][2]string{
+		{{"agent", "team-a"}, {"agent", "team-b"}},
+		// Names and namespaces with dashes that join to the same words.
+		{{"agent", "team-a"}, {"agent-api-syncagent-team", "a"}},
+		{{"agent", "team-a"}, {"a-agent-api-syncagent", "team"}},
+	} {
+		keyA, a := renderDashboard(t, pair[0][0], pair[0][1]) // renderDashboard finds the ConfigMap by its name
+		keyB, b := renderDashboard(t, pair[1][0], pair[1][1])
+		cmA := dashboardConfigMap(pair[0][1], fullnameOf(pair[0][0]))
+		cmB := dashboardConfigMap(pair[1][1], fullnameOf(pair[1][0]))
+		if a.UID == b.UID || keyA == keyB || cmA == cmB {
+			t.Errorf("%v: uid %q/%q, file %q/%q, ConfigMap %q/%q", pair, a.UID, b.UID, keyA, keyB, cmA, cmB)
+		}
 	}
 }

@@ -15,12 +15,15 @@
 package chart
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 const testDigest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -194,6 +197,48 @@ func TestNotes_referenceImage(t *testing.T) {
 		}
 		if got := strings.Contains(notes, "runs the reference agent"); got != tc.warned {
 			t.Errorf("image.repository %s: warned %v, want %v:\n%s", tc.repository, got, tc.warned, notes)
+		}
+	}
+}
+
+// TestRender_longReleaseName: with the longest release name Helm allows,
+// every Service name fits (63 characters, DNS-1035), and the alerts and
+// the dashboard read the job of the Service that exists.
+func TestRender_longReleaseName(t *testing.T) {
+	long := strings.Repeat("r", 50) + "-xx" // 53 characters
+	values := with(map[string]any{"metrics": map[string]any{
+		"dashboard":      map[string]any{"enabled": true},
+		"serviceMonitor": map[string]any{"enabled": true},
+		"prometheusRule": map[string]any{"enabled": true},
+	}})
+	objs, err := Render(long, namespace, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, o := range objs {
+		if o.GetKind() != "Service" {
+			continue
+		}
+		services = append(services, o.GetName())
+		if errs := validation.IsDNS1035Label(o.GetName()); len(errs) > 0 {
+			t.Errorf("Service %q: %v", o.GetName(), errs)
+		}
+	}
+	if len(services) != 1 {
+		t.Fatalf("Services %v, want the metrics Service", services)
+	}
+	job := fmt.Sprintf("job=%q", services[0])
+	for _, o := range objs {
+		if o.GetKind() != "PrometheusRule" && o.GetKind() != "ConfigMap" {
+			continue
+		}
+		data, err := json.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := strings.ReplaceAll(string(data), `\"`, `"`); !strings.Contains(text, job) && !strings.Contains(text, services[0]) {
+			t.Errorf("%s %s does not name the metrics Service %s as its job", o.GetKind(), o.GetName(), services[0])
 		}
 	}
 }

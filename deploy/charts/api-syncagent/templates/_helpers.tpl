@@ -15,6 +15,13 @@ when it already contains the chart name, else <release>-<chart name>.
 {{- end -}}
 {{- end -}}
 
+{{/* The metrics Service's name, which is also the job of its metrics:
+"<fullname>-metrics", the full name cut so that it fits a Service name
+(63 characters). */}}
+{{- define "api-syncagent.metricsService" -}}
+{{- printf "%s-metrics" (include "api-syncagent.fullname" . | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
+
 {{/* The agent's namespace: namespaceOverride or the release namespace. */}}
 {{- define "api-syncagent.namespace" -}}
 {{- default .Release.Namespace .Values.namespaceOverride -}}
