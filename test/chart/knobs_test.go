@@ -170,6 +170,11 @@ func TestSchema_rejectsBadKnobs(t *testing.T) {
 		{"a key with a slash", map[string]any{"kcpKubeconfigKey": "../kubeconfig"}, "kcpKubeconfigKey"},
 		{"an env entry without a name", map[string]any{"extraEnv": []any{map[string]any{"value": "x"}}}, "name"},
 		{"an env entry that replaces the chart's", map[string]any{"extraEnv": []any{map[string]any{"name": "AGENT_NAME", "value": "x"}}}, "extraEnv"},
+		{"an env entry with value and valueFrom", map[string]any{"extraEnv": []any{map[string]any{"name": "X", "value": "x", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s", "key": "k"}}}}}, "extraEnv"},
+		{"an empty valueFrom", map[string]any{"extraEnv": []any{map[string]any{"name": "X", "valueFrom": map[string]any{}}}}, "valueFrom"},
+		{"a valueFrom source that is no object", map[string]any{"extraEnv": []any{map[string]any{"name": "X", "valueFrom": map[string]any{"secretKeyRef": "oops"}}}}, "secretKeyRef"},
+		{"a valueFrom with an unknown source", map[string]any{"extraEnv": []any{map[string]any{"name": "X", "valueFrom": map[string]any{"vaultRef": map[string]any{}}}}}, "valueFrom"},
+		{"an env name with =", map[string]any{"extraEnv": []any{map[string]any{"name": "A=B", "value": "x"}}}, "name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Render(release, namespace, with(tc.values))
