@@ -253,12 +253,12 @@ var ruleCases = map[string][]ruleCase{
 	},
 	"SyncAgentPatrolDrift": {
 		{name: "missing copies found for hours", at: 200 * time.Minute,
-			load: series("sync_agent_patrol_drift_found_total", this+`, pod="a", published_resource="things", kind="copy-missing"`, "0+1x200"),
-			want: []string{`{alertname="SyncAgentPatrolDrift", kind="copy-missing", namespace="agents", published_resource="things"}`}},
+			load: series("sync_agent_patrol_drift_found_total", this+`, pod="a", published_resource="things", kind="missing-copy"`, "0+1x200"),
+			want: []string{`{alertname="SyncAgentPatrolDrift", kind="missing-copy", namespace="agents", published_resource="things"}`}},
 		{name: "differing copies are the patrol's normal work", at: 200 * time.Minute,
 			load: series("sync_agent_patrol_drift_found_total", this+`, pod="a", published_resource="things", kind="copy-differs"`, "0+1x200")},
 		{name: "drift found once", at: 200 * time.Minute,
-			load: series("sync_agent_patrol_drift_found_total", this+`, pod="a", published_resource="things", kind="copy-missing"`, "0x10 1x190")},
+			load: series("sync_agent_patrol_drift_found_total", this+`, pod="a", published_resource="things", kind="missing-copy"`, "0x10 1x190")},
 	},
 }
 
