@@ -58,6 +58,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/memlimit"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
+	"github.com/kcp-syncagent/api-syncagent/internal/publisher"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/state"
@@ -87,6 +88,20 @@ type Deps struct {
 	// Resolver finds source types on the service cluster (one shared
 	// discovery cache for all controllers).
 	Resolver *discovery.Resolver
+	// gate is shared by the apiexport and apiresourceschema controllers;
+	// see publisherGate.
+	gate *publisher.Gate
+}
+
+// publisherGate is the decision whether this agent publishes, which the
+// apiexport controller makes and the apiresourceschema controller follows;
+// nil with the apiexport controller disabled (nothing decides: the
+// schemas are created as always).
+func (d *Deps) publisherGate() *publisher.Gate {
+	if d.gate == nil && d.Options.IsControllerEnabled(options.ControllerAPIExport) {
+		d.gate = publisher.NewGate()
+	}
+	return d.gate
 }
 
 // Controller is a named controller that --disabled-controllers can switch off.
@@ -148,6 +163,8 @@ func setupAPIExport(mgr manager.Manager, deps *Deps) error {
 		Selector:     deps.Options.PublishedResourceSelector,
 		ExportName:   deps.Target.APIExportName,
 		ExportConfig: deps.Target.APIExportConfig,
+		Partition:    deps.Target.Partition,
+		Gate:         deps.publisherGate(),
 	})
 }
 
@@ -157,6 +174,7 @@ func setupAPIResourceSchema(mgr manager.Manager, deps *Deps) error {
 		Selector:  deps.Options.PublishedResourceSelector,
 		KcpClient: deps.ExportClient,
 		Resolver:  deps.Resolver,
+		Gate:      deps.publisherGate(),
 	})
 }
 

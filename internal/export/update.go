@@ -30,6 +30,29 @@ import (
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
+// Publisher is who publishes into the export: the agent's name and its
+// Lease (keys.LeaderLease), which tells the agents of one name apart.
+// Claim: the agent serves a partition, and records itself in the export
+// as the one agent of its name that publishes (keys.PublisherOf); an agent
+// without a partition checks the record but does not write one (the
+// replicas of such an agent share one Lease, and so one leader).
+type Publisher struct {
+	AgentName string
+	Lease     string
+	Claim     bool
+}
+
+// NotPublisherError: the export records another agent of the same name as
+// its publisher.
+type NotPublisherError struct {
+	// Annotation is the record's key, Publisher the Lease it names.
+	Annotation, Publisher string
+}
+
+func (e *NotPublisherError) Error() string {
+	return fmt.Sprintf("another agent of this name publishes into the APIExport: its annotation %s names the Lease %s, not this agent's; remove the annotation to hand publishing over", e.Annotation, e.Publisher)
+}
+
 // Update is the agent's change to an APIExport.
 type Update struct {
 	// Patch is a JSON merge patch of the keys the agent owns, with the
@@ -53,11 +76,19 @@ type Update struct {
 // patch holds only what changes: the
 // agent's annotations and whichever of spec.resources and
 // spec.permissionClaims changed, where every existing entry is written back
-// exactly as stored.
-func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.PublishedResource, agentName string) (Update, error) {
+// exactly as stored. If the export records another agent of the same name
+// as its publisher, it returns a *NotPublisherError and no update; a
+// publisher that claims records itself where nobody is recorded.
+func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.PublishedResource, pub Publisher) (Update, error) {
 	exp := &kcpapisv1alpha2.APIExport{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, exp); err != nil {
 		return Update{}, fmt.Errorf("failed to decode the APIExport: %w", err)
+	}
+	agentName := pub.AgentName
+	recordKey := keys.PublisherOf(agentName)
+	recorded := exp.Annotations[recordKey]
+	if recorded != "" && recorded != pub.Lease {
+		return Update{}, &NotPublisherError{Annotation: recordKey, Publisher: recorded}
 	}
 	var ready []string
 	for _, pr := range prs {
@@ -94,6 +125,11 @@ func ComputeUpdate(current *unstructured.Unstructured, prs []syncagentv1alpha1.P
 	}
 	if described {
 		annotations[V1alpha1ClaimsAnnotation] = claimsText
+	}
+	if pub.Claim && recorded == "" {
+		// With the resourceVersion below: of two agents that claim at
+		// once, one conflicts and reads the other's record.
+		annotations[recordKey] = pub.Lease
 	}
 	if len(spec) == 0 && len(annotations) == 0 {
 		return u, nil

@@ -16,6 +16,7 @@ package export
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,7 +87,7 @@ func readyPR(schemaName string) syncagentv1alpha1.PublishedResource {
 
 func TestComputeUpdateKeepsFieldsOfANewerKcp(t *testing.T) {
 	current := decode(t, storedExport)
-	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{readyPR("v9.things.example.io")}, "agent")
+	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{readyPR("v9.things.example.io")}, Publisher{AgentName: "agent", Lease: "syncagent.agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestComputeUpdateKeepsFieldsOfANewerKcp(t *testing.T) {
 
 func TestComputeUpdateWritesOnlyWhatChanges(t *testing.T) {
 	current := decode(t, storedExport)
-	u, err := ComputeUpdate(current, nil, "agent")
+	u, err := ComputeUpdate(current, nil, Publisher{AgentName: "agent", Lease: "syncagent.agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,19 +137,19 @@ func TestComputeUpdateWritesOnlyWhatChanges(t *testing.T) {
 	if err := unstructured.SetNestedSlice(reordered.Object, []any{claims[1], claims[0]}, "spec", "permissionClaims"); err != nil {
 		t.Fatal(err)
 	}
-	if u, err = ComputeUpdate(reordered, nil, "agent"); err != nil || u.Patch != nil {
+	if u, err = ComputeUpdate(reordered, nil, Publisher{AgentName: "agent", Lease: "syncagent.agent"}); err != nil || u.Patch != nil {
 		t.Errorf("patch %s (error %v) for an export whose claims are only in another order", u.Patch, err)
 	}
 
 	// Another agent that publishes into the same export leaves the
 	// annotation to the first (two agents setting it in turn would wake
 	// each other without end); an export without it gets it.
-	if u, err = ComputeUpdate(current, nil, "other-agent"); err != nil || u.Patch != nil {
+	if u, err = ComputeUpdate(current, nil, Publisher{AgentName: "other-agent", Lease: "syncagent.other-agent"}); err != nil || u.Patch != nil {
 		t.Errorf("patch %s (error %v) by a second agent of the export", u.Patch, err)
 	}
 	unnamed := current.DeepCopy()
 	unstructured.RemoveNestedField(unnamed.Object, "metadata", "annotations", keys.AgentName)
-	u, err = ComputeUpdate(unnamed, nil, "other-agent")
+	u, err = ComputeUpdate(unnamed, nil, Publisher{AgentName: "other-agent", Lease: "syncagent.other-agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestComputeUpdateAddsClaimsBesideAnAdministratorsSelector(t *testing.T) {
 	current := decode(t, storedExport)
 	pr := readyPR("v9.things.example.io")
 	pr.Spec.Related = []syncagentv1alpha1.RelatedResourceSpec{{Kind: "Secret", Origin: "kcp"}}
-	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{pr}, "agent")
+	u, err := ComputeUpdate(current, []syncagentv1alpha1.PublishedResource{pr}, Publisher{AgentName: "agent", Lease: "syncagent.agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,5 +185,49 @@ func TestComputeUpdateAddsClaimsBesideAnAdministratorsSelector(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Claim{{Resource: "namespaces"}, {Resource: "secrets"}}, u.AddedClaims); diff != "" {
 		t.Errorf("added claims (-want +got):\n%s", diff)
+	}
+}
+
+// TestComputeUpdatePublisher: the agent of a partition records itself as
+// its name's publisher in an export that records none, in the patch that
+// carries the resourceVersion; an agent of the same name whose Lease the
+// record does not name gets a NotPublisherError and no patch, whether it
+// claims or not; the recorded one goes on without writing the record
+// again; an agent of another name is not concerned by the record.
+func TestComputeUpdatePublisher(t *testing.T) {
+	current := decode(t, storedExport)
+	eu := Publisher{AgentName: "agent", Lease: "syncagent.agent.eu", Claim: true}
+	u, err := ComputeUpdate(current, nil, eu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(u.Patch, &patch); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"metadata": map[string]any{"resourceVersion": "42", "annotations": map[string]any{keys.PublisherOf("agent"): "syncagent.agent.eu"}}}
+	if diff := cmp.Diff(want, patch); diff != "" {
+		t.Errorf("claiming patch (-want +got):\n%s", diff)
+	}
+
+	claimed := decode(t, storedExport)
+	annotations := claimed.GetAnnotations()
+	annotations[keys.PublisherOf("agent")] = "syncagent.agent.eu"
+	claimed.SetAnnotations(annotations)
+	if u, err := ComputeUpdate(claimed, nil, eu); err != nil || u.Patch != nil {
+		t.Errorf("the recorded publisher: patch %s, error %v; want neither", u.Patch, err)
+	}
+	for _, other := range []Publisher{
+		{AgentName: "agent", Lease: "syncagent.agent.us", Claim: true},
+		{AgentName: "agent", Lease: "syncagent.agent"},
+	} {
+		u, err := ComputeUpdate(claimed, []syncagentv1alpha1.PublishedResource{readyPR("v9.things.example.io")}, other)
+		var np *NotPublisherError
+		if !errors.As(err, &np) || np.Publisher != "syncagent.agent.eu" || u.Patch != nil {
+			t.Errorf("%s: patch %s, error %v; want a NotPublisherError naming syncagent.agent.eu", other.Lease, u.Patch, err)
+		}
+	}
+	if _, err := ComputeUpdate(claimed, nil, Publisher{AgentName: "other-agent", Lease: "syncagent.other-agent"}); err != nil {
+		t.Errorf("an agent of another name: %v", err)
 	}
 }

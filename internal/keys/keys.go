@@ -176,6 +176,13 @@ func LeaderLease(agentName, partition string) string {
 	return name + "." + partition
 }
 
+// PublisherOf (ours) is the annotation on the APIExport that names, for
+// the agents of one agent name, the one that publishes (its Lease name,
+// LeaderLease): "syncagent.kcp.io/publisher-<agent name>", hashed as
+// ReleaseFinalizer. The agent of a partition that publishes sets it; every
+// agent of that name whose Lease it does not name refuses to publish.
+func PublisherOf(agentName string) string { return perAgent("publisher-", agentName) }
+
 // CleanupFinalizerOf (ours) is the finalizer with which an agent guards the
 // deletion of the kcp objects it syncs (primaries and kcp-origin related
 // sources): "syncagent.kcp.io/cleanup-<agent name>", one per agent, hashed

@@ -38,6 +38,17 @@ func init() { //nolint:gochecknoinits // metrics must be registered once, before
 	ctrlmetrics.Registry.MustRegister(PublishedResources)
 }
 
+// PublisherRefused is 1 while the APIExport records another agent of this
+// agent's name as its publisher, so this one publishes nothing.
+var PublisherRefused = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "sync_agent_publisher_refused",
+	Help: "1 while the APIExport records another agent of this agent's name as its publisher (annotation syncagent.kcp.io/publisher-<agent name>), so this one publishes no schema and writes nothing into the export.",
+})
+
+func init() { //nolint:gochecknoinits // metrics must be registered once, before the metrics server starts.
+	ctrlmetrics.Registry.MustRegister(PublisherRefused)
+}
+
 // SyncControllers is the number of running per-PublishedResource sync controllers.
 var SyncControllers = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "sync_agent_sync_controllers",

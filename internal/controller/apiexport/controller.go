@@ -52,8 +52,10 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/eventsapi"
 	"github.com/kcp-syncagent/api-syncagent/internal/export"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
+	"github.com/kcp-syncagent/api-syncagent/internal/publisher"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -69,6 +71,10 @@ const (
 	// ReasonInvalidClaimsAnnotation (Warning, ours): kcp's annotation for
 	// v1alpha1 clients cannot be read, so our claims are not described there.
 	ReasonInvalidClaimsAnnotation = "InvalidClaimsAnnotation"
+	// ReasonPublisherConflict (Warning, ours; on the APIExport and the
+	// selected PublishedResources): another agent of this agent's name is
+	// recorded as the export's publisher, so this one publishes nothing.
+	ReasonPublisherConflict = "PublisherConflict"
 )
 
 // Options configure the controller.
@@ -78,6 +84,13 @@ type Options struct {
 	// ExportName is the APIExport's name; ExportConfig points to its workspace.
 	ExportName   string
 	ExportConfig *rest.Config
+	// Partition is the Partition of the agent's endpoint slice (""
+	// without one): an agent of a partition records itself as its agent
+	// name's publisher in the export (export.Publisher).
+	Partition string
+	// Gate receives the decision whether this agent publishes (nil: none
+	// is passed on).
+	Gate *publisher.Gate
 }
 
 // Reconciler merges PublishedResources into the APIExport.
@@ -87,6 +100,7 @@ type Reconciler struct {
 	kcpCache    ctrlruntimeclient.Reader // the APIExport, by name
 	kcpClient   ctrlruntimeclient.Client // live writes to the export workspace
 	kcpRecorder record.EventRecorder     // Events on the APIExport
+	prEvents    record.EventRecorder     // Events on PublishedResources
 	status      *conditions.Writer
 	log         logr.Logger
 }
@@ -130,6 +144,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		kcpCache:    kcpCache,
 		kcpClient:   kcpClient,
 		kcpRecorder: broadcaster.NewRecorder(kcp.NewScheme(), corev1.EventSource{Component: ControllerName}),
+		prEvents:    mgr.GetEventRecorderFor(ControllerName),
 		status:      &conditions.Writer{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), FieldOwner: ControllerName, Log: log},
 		log:         log,
 	}
@@ -158,6 +173,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	exp := &kcpapisv1alpha2.APIExport{}
 	err = r.kcpCache.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp)
 	if apierrors.IsNotFound(err) {
+		// Nobody is recorded as the publisher of an export that does not
+		// exist: the schemas may be created for it.
+		r.decided(ctx, prs, publisher.Publishing, nil)
 		// The agent never creates the APIExport; its creation is an event.
 		return reconcile.Result{}, r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {
 			return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonAPIExportNotFound,
@@ -169,6 +187,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	}
 
 	exp, err = r.updateExport(ctx, prs)
+	if np := (*export.NotPublisherError)(nil); errors.As(err, &np) {
+		// Not ours to publish: no write, no condition (the publisher's
+		// would be overwritten); the record's change is an event.
+		r.decided(ctx, prs, publisher.Refused, np)
+		return reconcile.Result{}, nil
+	}
 	if err != nil {
 		updateErr := err
 		if cerr := r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {
@@ -180,6 +204,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, updateErr
 	}
 
+	r.decided(ctx, prs, publisher.Publishing, nil)
 	exportGRs := export.OwnGRs(exp.Spec.Resources, prs)
 	return reconcile.Result{}, r.setConditions(ctx, prs, func(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
 		return exportReady(pr, exp, exportGRs)
@@ -197,7 +222,7 @@ func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.P
 		if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, current); err != nil {
 			return err
 		}
-		u, err := export.ComputeUpdate(current, prs, r.AgentName)
+		u, err := export.ComputeUpdate(current, prs, r.publisher())
 		if err != nil {
 			return err
 		}
@@ -235,6 +260,40 @@ func (r *Reconciler) updateExport(ctx context.Context, prs []syncagentv1alpha1.P
 		return nil, fmt.Errorf("failed to decode APIExport %s: %w", r.ExportName, err)
 	}
 	return exp, nil
+}
+
+// publisher is who this agent is as a publisher into the export.
+func (r *Reconciler) publisher() export.Publisher {
+	return export.Publisher{AgentName: r.AgentName, Lease: keys.LeaderLease(r.AgentName, r.Partition), Claim: r.Partition != ""}
+}
+
+// decided passes whether this agent publishes on to the gate and, when
+// that changes, says so: in the log, and while another agent publishes
+// with a Warning Event on the APIExport and every selected PublishedResource
+// (the metric sync_agent_publisher_refused holds it meanwhile).
+func (r *Reconciler) decided(ctx context.Context, prs []syncagentv1alpha1.PublishedResource, state publisher.State, np *export.NotPublisherError) {
+	other := ""
+	if np != nil {
+		other = np.Publisher
+	}
+	metrics.PublisherRefused.Set(map[bool]float64{true: 1}[state == publisher.Refused])
+	if r.Gate == nil || !r.Gate.Set(state, other) {
+		return
+	}
+	if state != publisher.Refused {
+		r.log.Info("Publishing into the APIExport", "apiexport", r.ExportName, "lease", r.publisher().Lease)
+		return
+	}
+	r.log.Error(np, "Not publishing", "apiexport", r.ExportName)
+	msg := fmt.Sprintf("Not publishing into APIExport %s: %v.", r.ExportName, np)
+	exp := &unstructured.Unstructured{}
+	exp.SetGroupVersionKind(kcpapisv1alpha2.SchemeGroupVersion.WithKind("APIExport"))
+	if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp); err == nil {
+		r.kcpRecorder.Event(exp, corev1.EventTypeWarning, ReasonPublisherConflict, msg)
+	}
+	for i := range prs {
+		r.prEvents.Event(&prs[i], corev1.EventTypeWarning, ReasonPublisherConflict, msg)
+	}
 }
 
 func claimList(claims []export.Claim) string {

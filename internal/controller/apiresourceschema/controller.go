@@ -38,6 +38,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/once"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
+	"github.com/kcp-syncagent/api-syncagent/internal/publisher"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
@@ -49,6 +50,17 @@ const ControllerName = "syncagent-apiresourceschema"
 // not served is retried. CRDs trigger a reconcile when they appear; this
 // interval covers aggregated APIs, which send no CRD event.
 const sourceNotFoundRetry = time.Minute
+
+// undecidedRetry is how soon a PublishedResource is looked at again while
+// the apiexport controller has not yet read whether this agent publishes
+// (its first pass, moments after the start).
+const undecidedRetry = 2 * time.Second
+
+// notPublisherRecheck is how often a PublishedResource is looked at again
+// while another agent of this name publishes: a handover (the record
+// removed) is seen by the apiexport controller at once, and here within
+// this time.
+const notPublisherRecheck = time.Minute
 
 // Options configure the controller.
 type Options struct {
@@ -62,6 +74,9 @@ type Options struct {
 	Resolver *discovery.Resolver
 	// Workers is the number of concurrent reconciles (reference: 4).
 	Workers int
+	// Gate says whether this agent publishes (nil: it does); see
+	// internal/publisher.
+	Gate *publisher.Gate
 }
 
 // Reconciler reconciles PublishedResources into APIResourceSchemas.
@@ -120,6 +135,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// that consumers' data is not lost by accident.
 	if pr.DeletionTimestamp != nil || !selection.Matches(r.Selector, pr) {
 		return reconcile.Result{}, nil
+	}
+	// Another agent of this name publishes: no schema, no condition (its
+	// would be overwritten). The apiexport controller reports it.
+	switch state, other := r.Gate.Get(); state {
+	case publisher.Unknown:
+		return reconcile.Result{RequeueAfter: undecidedRetry}, nil
+	case publisher.Refused:
+		log.V(1).Info("Not publishing: another agent of this name does", "publisher", other)
+		return reconcile.Result{RequeueAfter: notPublisherRecheck}, nil
 	}
 
 	out := r.reconcile(ctx, pr)
