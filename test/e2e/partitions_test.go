@@ -1,0 +1,244 @@
+// Copyright 2026 The api-syncagent Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+	"github.com/kcp-syncagent/api-syncagent/test/invariant"
+)
+
+// partitionAgent is the agent name both partitions' agents share: their
+// objects, state and finalizers are one agent's, split by shard.
+const partitionAgent = "things"
+
+// TestPartitions: two agents of one agent name, each with an endpoint
+// slice of its own whose Partition selects one of kcp's two shards, serve
+// one export from one service cluster and namespace. The eu agent
+// publishes (and records itself as the publisher), the us agent runs with
+// the publishing controllers off. Objects in workspaces on both shards
+// sync, each written only by its shard's agent (the service cluster's
+// audit log); each agent elects its leader on a Lease of its own and
+// reports SyncReady.<partition>; Ready counts both. A third agent of the
+// name with publishing on, leading the us partition, publishes nothing
+// and says why. Deleting the PublishedResource releases both shards'
+// objects (each agent its own) before it goes. Not parallel: it starts a
+// sharded kcp.
+func TestPartitions(t *testing.T) {
+	t.Setenv(framework.EnvServiceAudit, "1")
+	k := framework.StartShardedKcp(t)
+	f := framework.NewFixture(t, k)
+	ctx := t.Context()
+	f.Service.InstallCRD(t, framework.TestCRD("example.com", "Thing", "v1"))
+	framework.Must(t, f.Service.Client.Create(ctx, thingsPR()), "create PublishedResource")
+
+	// The kcp side: shards labelled by region, a Partition per region and
+	// an endpoint slice per Partition, which the agent may read.
+	root, err := k.AdminClient("root")
+	framework.Must(t, err, "root client")
+	for shard, region := range map[string]string{framework.RootShard: "eu", framework.SecondShard: "us"} {
+		s := &kcpcorev1alpha1.Shard{}
+		framework.Must(t, root.Get(ctx, types.NamespacedName{Name: shard}, s), "get shard %s", shard)
+		patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
+		s.Labels = map[string]string{"region": region}
+		framework.Must(t, root.Patch(ctx, s, patch), "label shard %s", shard)
+	}
+	var sliceNames []string
+	for _, region := range []string{"eu", "us"} {
+		partition := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "topology.kcp.io/v1alpha1", "kind": "Partition",
+			"metadata": map[string]any{"name": region},
+			"spec":     map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"region": region}}},
+		}}
+		framework.Must(t, f.Org.Client.Create(ctx, partition), "create Partition %s", region)
+		slice := &kcpapisv1alpha1.APIExportEndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: f.Export.Name + "-" + region},
+			Spec: kcpapisv1alpha1.APIExportEndpointSliceSpec{
+				APIExport: kcpapisv1alpha1.ExportBindingReference{Path: f.Org.Path, Name: f.Export.Name},
+				Partition: region,
+			},
+		}
+		framework.Must(t, f.Org.Client.Create(ctx, slice), "create endpoint slice %s", slice.Name)
+		sliceNames = append(sliceNames, slice.Name)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent:partitions"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: sliceNames, Verbs: []string{"get", "list", "watch"}}},
+	}
+	framework.Must(t, f.Org.Client.Create(ctx, role), "create ClusterRole")
+	framework.Must(t, f.Org.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.AgentUser}},
+	}), "create ClusterRoleBinding")
+
+	args := func(region string, extra ...string) []string {
+		return f.AgentArgs(append([]string{"--apiexportendpointslice-ref=" + f.Export.Name + "-" + region, "--agent-name=" + partitionAgent}, extra...)...)
+	}
+	eu := framework.StartAgent(t, args("eu")...)
+	us := framework.StartAgent(t, args("us", "--disabled-controllers=apiresourceschema,apiexport")...)
+	f.Service.WaitForPublishedResource(t, "things", schemaTimeout, "ExportReady",
+		framework.HasCondition(syncagentv1alpha1.ConditionExportReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonSchemaExported))
+
+	exp, err := getExport(ctx, f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	if got := exp.Annotations[keys.PublisherOf(partitionAgent)]; got != "syncagent.things.eu" {
+		t.Errorf("the export records publisher %q, want the eu agent's Lease syncagent.things.eu", got)
+	}
+	consumers := map[string]*framework.Workspace{}
+	for region, shard := range map[string]string{"eu": framework.RootShard, "us": framework.SecondShard} {
+		ws := k.CreateWorkspaceOnShard(t, f.Org.Path, framework.RandomName("consumer-"+region), "universal", shard)
+		framework.BindExport(t, ws, f.Org.Path, f.Export.Name, exp.Spec.PermissionClaims)
+		consumers[region] = ws
+	}
+	// Each slice lists its shard's endpoint once a workspace there binds.
+	for _, name := range sliceNames {
+		framework.WaitFor(t, syncTimeout, "one endpoint in "+name, func(ctx context.Context) (bool, error) {
+			s := &kcpapisv1alpha1.APIExportEndpointSlice{}
+			if err := f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
+				return false, err
+			}
+			return len(s.Status.APIExportEndpoints) == 1, nil
+		})
+	}
+	for _, region := range []string{"eu", "us"} {
+		f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady."+region+" Running",
+			framework.HasCondition("SyncReady."+region, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	}
+	pr := f.Service.WaitForPublishedResource(t, "things", syncTimeout, "Ready",
+		framework.HasCondition(syncagentv1alpha1.ConditionReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonReady))
+	for _, region := range []string{"eu", "us"} {
+		if want := keys.ReleaseFinalizerIn(partitionAgent, region); !slices.Contains(pr.Finalizers, want) {
+			t.Errorf("PublishedResource finalizers %v lack %s", pr.Finalizers, want)
+		}
+	}
+	if c := apimeta.FindStatusCondition(pr.Status.Conditions, syncagentv1alpha1.ConditionSyncReady); c != nil {
+		t.Errorf("an unpartitioned SyncReady condition was written: %+v", c)
+	}
+
+	for region, ws := range consumers {
+		framework.WaitFor(t, syncTimeout, "Things created in "+ws.Path, func(ctx context.Context) (bool, error) {
+			for _, name := range []string{"one", "two"} {
+				err := ws.Client.Create(ctx, newObject(kcpThing, "default", region+"-"+name, map[string]any{"color": region}))
+				if err != nil && ctrlruntimeclient.IgnoreAlreadyExists(err) != nil {
+					return false, nil // the API is served a moment after the binding turns Bound
+				}
+			}
+			return true, nil
+		})
+	}
+	for _, ws := range consumers {
+		waitCopies(t, f, ws.ClusterName, 2)
+	}
+
+	// Each partition has its own leader.
+	for _, region := range []string{"eu", "us"} {
+		lease := &coordinationv1.Lease{}
+		framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Namespace: framework.AgentNamespace, Name: "syncagent.things." + region}, lease), "get the %s Lease", region)
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			t.Errorf("the %s Lease has no holder", region)
+		}
+	}
+
+	// A third agent of the name with publishing on takes the us partition
+	// over: it publishes nothing, says why, and the export and the
+	// PublishedResource's schema and export conditions stay the eu agent's.
+	us.Stop(30 * time.Second)
+	usPublishing := framework.StartAgent(t, args("us")...)
+	framework.WaitFor(t, syncTimeout, "the PublisherConflict Event", func(ctx context.Context) (bool, error) {
+		return len(prEventMessages(ctx, f, "things", "PublisherConflict")) > 0, nil
+	})
+	exp, err = getExport(ctx, f.Org, f.Export.Name)
+	framework.Must(t, err, "get export")
+	if exp.Annotations[keys.PublisherOf(partitionAgent)] != "syncagent.things.eu" {
+		t.Errorf("the refused agent changed the publisher record: %v", exp.Annotations)
+	}
+	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "the us partition syncing again under the new agent",
+		framework.HasCondition("SyncReady.us", metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+	for _, c := range []string{syncagentv1alpha1.ConditionSchemaReady, syncagentv1alpha1.ConditionExportReady} {
+		pr := &syncagentv1alpha1.PublishedResource{}
+		framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Name: "things"}, pr), "get PublishedResource things")
+		if got := apimeta.FindStatusCondition(pr.Status.Conditions, c); got == nil || got.Status != metav1.ConditionTrue {
+			t.Errorf("%s after the refused publisher started: %+v", c, got)
+		}
+	}
+
+	// Deleting the PublishedResource: each agent releases its shard's
+	// objects and removes its own finalizer; then it goes.
+	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
+	for _, ws := range consumers {
+		framework.WaitFor(t, syncTimeout, "the Things of "+ws.Path+" released", func(ctx context.Context) (bool, error) {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
+			if err := ws.Client.List(ctx, list); err != nil {
+				return false, err
+			}
+			for _, o := range list.Items {
+				if len(o.GetFinalizers()) > 0 {
+					return false, nil
+				}
+			}
+			return len(list.Items) == 2, nil
+		})
+	}
+	waitGone(t, f.Service.Client, &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things"}}, "the PublishedResource")
+
+	// Every copy was written by its own shard's agent only.
+	for _, a := range []*framework.Agent{eu, usPublishing} {
+		a.Stop(30 * time.Second)
+	}
+	audit, err := os.Open(filepath.Join(framework.ArtifactsDir(t), "service-audit.log"))
+	framework.Must(t, err, "open the audit log")
+	defer audit.Close()
+	writers, err := invariant.LeasesOfWriters(audit, framework.AgentNamespace, "example.com")
+	framework.Must(t, err, "read the audit log")
+	copies := 0
+	for region, ws := range consumers {
+		items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
+		framework.Must(t, err, "list the copies of %s", ws.Path)
+		for _, c := range items {
+			copies++
+			object := "things.example.com " + c.GetNamespace() + "/" + c.GetName()
+			if want := map[string]bool{"syncagent.things." + region: true}; !maps.Equal(writers[object], want) {
+				t.Errorf("%s (workspace of the %s shard) was written by the replicas of %v, want only %v", object, region, writers[object], want)
+			}
+		}
+	}
+	if copies != 4 {
+		t.Errorf("%d local copies after the release, want the 4 (a release keeps them)", copies)
+	}
+}
