@@ -1349,11 +1349,12 @@ var soakExpectedErrors = []struct {
 	// cannot release it (seen in a 30-minute run: "Failed to release
 	// lock: … the object has been modified").
 	{causeStop, regexp.MustCompile(`error received after stop sequence was engaged\t\{"error": "leader election lost"\}|error retrieving resource lock [^ ]*: .*context canceled$|Unexpected error when reading response body\t.*"error": "context canceled"\}$|Unable to write event \(broadcaster is shut down\)|Failed to watch\t.*"error": "(client rate limiter Wait returned an error: |Get \\"[^"]*\\": )context canceled"\}$|Failed to release lock: Operation cannot be fulfilled on leases\.coordination\.k8s\.io "[^"]*": the object has been modified|Failed to update lock optimistically: .*context canceled, falling back to slow path$`)},
-	// The service kube-apiserver restarts: requests fail or are cut, the
-	// leader cannot renew the Lease and stops leading (client-go's elector
-	// also reports a renewal its rate limiter would not start before the
-	// deadline).
-	{causeService, regexp.MustCompile(`connect: connection refused|connection reset by peer|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|would exceed context deadline|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
+	// The service kube-apiserver restarts: requests fail or are cut (a
+	// request written into a connection the killed server closed fails
+	// with a broken pipe), the leader cannot renew the Lease and stops
+	// leading (client-go's elector also reports a renewal its rate limiter
+	// would not start before the deadline).
+	{causeService, regexp.MustCompile(`connect: connection refused|connection reset by peer|write: broken pipe|http2: server sent GOAWAY|http2: client connection lost|unexpected EOF|failed to renew lease|context deadline exceeded|would exceed context deadline|the server is currently unable to handle the request|refusing to write: the leader Lease is not renewed|error retrieving resource lock|Agent failed\t\{"error": "manager failed: leader election lost"\}`)},
 	// A leader resumed after it lost the lease: its write fence refuses
 	// the writes of the passes it had in hand (quietly: requeued) until it
 	// exits; client-go's elector finds its request deadline passed, before
