@@ -93,12 +93,14 @@ type Deps struct {
 	gate *publisher.Gate
 }
 
-// publisherGate is the decision whether this agent publishes, which the
-// apiexport controller makes and the apiresourceschema controller follows;
-// nil with the apiexport controller disabled (nothing decides: the
-// schemas are created as always).
+// publisherGate is the decision whether this agent of a partition
+// publishes, which the apiexport controller makes and the
+// apiresourceschema controller follows; nil without a partition (one
+// Lease, one leader: the schemas are created as always) and with the
+// apiexport controller disabled (partitionChecks refuses that with the
+// apiresourceschema controller on).
 func (d *Deps) publisherGate() *publisher.Gate {
-	if d.gate == nil && d.Options.IsControllerEnabled(options.ControllerAPIExport) {
+	if d.gate == nil && d.Target.Partition != "" && d.Options.IsControllerEnabled(options.ControllerAPIExport) {
 		d.gate = publisher.NewGate()
 	}
 	return d.gate

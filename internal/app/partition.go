@@ -25,18 +25,27 @@ import (
 // errSweepUnboundInPartition: see partitionChecks.
 var errSweepUnboundInPartition = errors.New("--sweep-unbound-workspaces cannot be used with an endpoint slice that names a Partition: the workspaces of the other partitions' shards bind the export through endpoints this agent does not see, and the sweep would take them for unbound and delete their local copies")
 
+// errSchemasWithoutExportInPartition: see partitionChecks.
+var errSchemasWithoutExportInPartition = errors.New("--disabled-controllers: an agent whose endpoint slice names a Partition runs the apiresourceschema controller only together with the apiexport controller, which decides whether it is its agent name's publisher; disable both or neither")
+
 // partitionChecks adjusts the options to an endpoint slice that names a
 // Partition. An agent of one partition sees only its partition's shards,
 // so it cannot tell a workspace that unbound the export from one that is
 // bound on another partition's shard: --sweep-unbound-workspaces is
 // refused, and the deletion of created namespaces (on by default) is
-// turned off, with a log line saying why.
+// turned off, with a log line saying why. The schemas are created only by
+// the agent the export records as publisher, which the apiexport
+// controller decides: the apiresourceschema controller without it is
+// refused.
 func partitionChecks(o *options.Options, partition string, log logr.Logger) error {
 	if partition == "" {
 		return nil
 	}
 	if o.SweepUnboundWorkspaces {
 		return errSweepUnboundInPartition
+	}
+	if o.IsControllerEnabled(options.ControllerAPIResourceSchema) && !o.IsControllerEnabled(options.ControllerAPIExport) {
+		return errSchemasWithoutExportInPartition
 	}
 	if o.DeleteCreatedNamespaces {
 		o.DeleteCreatedNamespaces = false

@@ -31,16 +31,20 @@ func TestPartitionChecks(t *testing.T) {
 		name                   string
 		partition              string
 		sweepUnbound, deleteNS bool
+		disabled               []string
 		wantErr                error
 		wantDeleteNS           bool
 	}{
+		{name: "partition refuses schemas without the export controller", partition: "eu", disabled: []string{options.ControllerAPIExport}, wantErr: errSchemasWithoutExportInPartition},
+		{name: "partition takes both publishing controllers off", partition: "eu", disabled: []string{options.ControllerAPIExport, options.ControllerAPIResourceSchema}},
+		{name: "no partition: schemas without the export controller as before", disabled: []string{options.ControllerAPIExport}},
 		{name: "no partition keeps both", sweepUnbound: true, deleteNS: true, wantDeleteNS: true},
 		{name: "partition refuses the unbound sweep", partition: "eu", sweepUnbound: true, wantErr: errSweepUnboundInPartition},
 		{name: "partition turns namespace deletion off", partition: "eu", deleteNS: true},
 		{name: "partition with neither", partition: "eu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &options.Options{SweepUnboundWorkspaces: tc.sweepUnbound, DeleteCreatedNamespaces: tc.deleteNS}
+			o := &options.Options{SweepUnboundWorkspaces: tc.sweepUnbound, DeleteCreatedNamespaces: tc.deleteNS, DisabledControllers: tc.disabled}
 			if err := partitionChecks(o, tc.partition, logr.Discard()); !errors.Is(err, tc.wantErr) {
 				t.Fatalf("error %v, want %v", err, tc.wantErr)
 			}

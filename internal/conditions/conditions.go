@@ -48,12 +48,17 @@ func SyncReadyType(partition string) string {
 	return syncagentv1alpha1.ConditionSyncReady + "." + partition
 }
 
+// isSyncReady reports whether t is SyncReady or a partition's.
+func isSyncReady(t string) bool {
+	return t == syncagentv1alpha1.ConditionSyncReady || strings.HasPrefix(t, syncagentv1alpha1.ConditionSyncReady+".")
+}
+
 // order is readyOrder with the partitions' SyncReady conditions present in
 // conds after SyncReady, sorted by type.
 func order(conds []metav1.Condition) []string {
 	var partitions []string
 	for _, c := range conds {
-		if strings.HasPrefix(c.Type, syncagentv1alpha1.ConditionSyncReady+".") {
+		if isSyncReady(c.Type) && c.Type != syncagentv1alpha1.ConditionSyncReady {
 			partitions = append(partitions, c.Type)
 		}
 	}
@@ -83,9 +88,18 @@ func Ready(conds []metav1.Condition, generation int64) metav1.Condition {
 		ready.Message = "The schema has not been processed yet."
 		return ready
 	}
+	running := false
+	for _, c := range conds {
+		running = running || isSyncReady(c.Type) && c.Status == metav1.ConditionTrue
+	}
 	for _, t := range order(conds) {
 		c := meta.FindStatusCondition(conds, t)
 		if c == nil || c.Status == metav1.ConditionTrue {
+			continue
+		}
+		if isSyncReady(t) && c.Reason == syncagentv1alpha1.ReasonNoEndpoints && running {
+			// A partition whose shards no workspace binds the export on
+			// yet, while another partition syncs: nothing is missing.
 			continue
 		}
 		ready.Status = metav1.ConditionFalse

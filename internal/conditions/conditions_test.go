@@ -73,6 +73,16 @@ func TestReady(t *testing.T) {
 			wantStatus: fal, wantReason: "ControllerStarting",
 		},
 		{
+			name:       "partitions: one without consumers yet while another syncs",
+			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(SyncReadyType("us"), fal, "NoEndpoints"), cond(SyncReadyType("eu"), tru, "Running")},
+			wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady,
+		},
+		{
+			name:       "partitions: none with consumers yet",
+			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond(SyncReadyType("us"), fal, "NoEndpoints"), cond(SyncReadyType("eu"), fal, "NoEndpoints")},
+			wantStatus: fal, wantReason: "NoEndpoints",
+		},
+		{
 			name:       "a type that only begins like SyncReady is not a partition's",
 			conds:      []metav1.Condition{cond(schema, tru, "SchemaAvailable"), cond("SyncReadyish", fal, "Other")},
 			wantStatus: tru, wantReason: syncagentv1alpha1.ReasonReady,

@@ -23,6 +23,7 @@ import (
 	"github.com/kcp-dev/kcp/sdk/apis/core"
 	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -136,6 +137,9 @@ func resolveOnce(ctx context.Context, cfg *rest.Config, ref Ref) (*Target, error
 	}
 	t.EndpointSliceName = slice.Name
 	t.Partition = slice.Spec.Partition
+	if err := partitionValid(slice); err != nil {
+		return nil, err
+	}
 	t.APIExportName = slice.Spec.APIExport.Name
 
 	exportPath := slice.Spec.APIExport.Path
@@ -183,6 +187,22 @@ func Ping(ctx context.Context, c ctrlruntimeclient.Client) error {
 	lc := &kcpcorev1alpha1.LogicalCluster{}
 	if err := c.Get(ctx, types.NamespacedName{Name: kcpcorev1alpha1.LogicalClusterName}, lc); err != nil {
 		return fmt.Errorf("kcp is not reachable: %w", err)
+	}
+	return nil
+}
+
+// partitionValid fails while kcp finds the Partition a slice names invalid
+// (PartitionValid=False: it does not exist, say): the slice lists no
+// endpoint then, and an agent that started on it would put its partition's
+// finalizer and condition on every PublishedResource for nothing.
+func partitionValid(slice *kcpapisv1alpha1.APIExportEndpointSlice) error {
+	if slice.Spec.Partition == "" {
+		return nil
+	}
+	for _, c := range slice.Status.Conditions {
+		if c.Type == kcpapisv1alpha1.PartitionValid && c.Status == corev1.ConditionFalse {
+			return fmt.Errorf("APIExportEndpointSlice %s names Partition %q, which kcp finds invalid (%s: %s)", slice.Name, slice.Spec.Partition, c.Reason, c.Message)
+		}
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ func knobs() map[string]any {
 		"kubeconfig":       "service-kc",
 		"kcpKubeconfigKey": "kcp.yaml",
 		"kubeconfigKey":    "service.yaml",
+		"partition":        "eu",
 		"extraEnv": []any{
 			map[string]any{"name": "GOMEMLIMIT", "value": "400MiB"},
 			map[string]any{"name": "HTTPS_PROXY", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "proxy", "key": "url"}}},
@@ -63,6 +64,11 @@ func TestRender_knobs(t *testing.T) {
 			if v.Secret != nil && len(v.Secret.Items) > 0 {
 				t.Errorf("volume %s mounts only some keys: %v", v.Name, v.Secret.Items)
 			}
+		}
+	})
+	t.Run("partition labels the Pods and joins the selector", func(t *testing.T) {
+		if d.Spec.Template.Labels["syncagent.kcp.io/partition"] != "eu" || d.Spec.Selector.MatchLabels["syncagent.kcp.io/partition"] != "eu" {
+			t.Errorf("pod labels %v, selector %v; want syncagent.kcp.io/partition=eu in both", d.Spec.Template.Labels, d.Spec.Selector.MatchLabels)
 		}
 	})
 	t.Run("extraEnv comes after the chart's own variables", func(t *testing.T) {

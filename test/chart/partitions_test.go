@@ -15,6 +15,7 @@
 package chart
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,8 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 )
 
@@ -32,6 +35,8 @@ import (
 func TestPartitionReleases(t *testing.T) {
 	seen := map[string]string{}
 	agents := map[string][]string{}
+	podLabels := map[string]map[string]string{}
+	selectors := map[string]map[string]map[string]string{} // release → object → matchLabels
 	for _, release := range []string{"things-eu", "things-us"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "partitions", "values-"+strings.TrimPrefix(release, "things-")+".yaml"))
 		if err != nil {
@@ -64,11 +69,40 @@ func TestPartitionReleases(t *testing.T) {
 		if d == nil {
 			t.Fatalf("%s renders no Deployment", release)
 		}
+		podLabels[release] = d.Spec.Template.Labels
+		selectors[release] = map[string]map[string]string{}
+		for _, o := range objs {
+			var sel map[string]any
+			switch o.GetKind() {
+			case "Deployment", "PodDisruptionBudget", "ServiceMonitor":
+				sel, _, _ = unstructured.NestedMap(o.Object, "spec", "selector", "matchLabels")
+			case "Service":
+				sel, _, _ = unstructured.NestedMap(o.Object, "spec", "selector")
+			}
+			if sel != nil {
+				m := map[string]string{}
+				for k, v := range sel {
+					m[k] = fmt.Sprint(v)
+				}
+				selectors[release][o.GetKind()+" "+o.GetName()] = m
+			}
+		}
 		c := agentContainer(t, d)
 		agents[release] = c.Args
 		for _, e := range c.Env {
 			if e.Name == "AGENT_NAME" && e.Value != "things" {
 				t.Errorf("%s: agent name %q, want things (the same in both)", release, e.Value)
+			}
+		}
+	}
+	// No selector of one release takes the other's Pods (two budgets on
+	// one Pod refuse every eviction; a Service would scrape both).
+	for release, objects := range selectors {
+		for other, pods := range podLabels {
+			for object, sel := range objects {
+				if matches := labels.SelectorFromSet(sel).Matches(labels.Set(pods)); matches != (release == other) {
+					t.Errorf("%s %s selects the Pods of %s: %v", release, object, other, matches)
+				}
 			}
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -89,6 +90,8 @@ type Reconciler struct {
 	// deprecations remembers the generations whose deprecated inputs
 	// were logged (contract §2.9: once per generation).
 	deprecations *once.PerGeneration
+	// waitLogged: the wait for the publisher decision was logged.
+	waitLogged atomic.Bool
 }
 
 // Add sets up the controller with the manager.
@@ -140,6 +143,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// would be overwritten). The apiexport controller reports it.
 	switch state, other := r.Gate.Get(); state {
 	case publisher.Unknown:
+		if !r.waitLogged.Swap(true) {
+			log.Info("Waiting for the apiexport controller to read whether this agent is its name's publisher (its log says why if it cannot)")
+		}
 		return reconcile.Result{RequeueAfter: undecidedRetry}, nil
 	case publisher.Refused:
 		log.V(1).Info("Not publishing: another agent of this name does", "publisher", other)

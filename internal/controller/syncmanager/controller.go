@@ -590,6 +590,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	urls, err := r.endpoints(ctx)
+	if errors.Is(err, errPartitionChanged) {
+		// Its shards may be another agent's now: serve none until a
+		// restart takes the new partition's Lease and keys.
+		return reconcile.Result{}, errors.Join(err, r.fleet.SetEndpoints(nil))
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -1094,6 +1099,10 @@ func syncDisabled() metav1.Condition {
 		"Synchronization is disabled: the schema is only published; deletions of objects synced earlier are still processed.")
 }
 
+// errPartitionChanged: the endpoint slice names another Partition than the
+// one the agent read at start (see endpoints).
+var errPartitionChanged = errors.New("the endpoint slice's partition changed")
+
 // endpoints returns the sorted virtual workspace URLs of the endpoint slice,
 // or in --apiexport-ref mode without a slice those of the export's status
 // (kcp fills it only with a deprecated feature gate), rewritten by
@@ -1103,6 +1112,8 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
 	err := r.kcpCache.Get(ctx, types.NamespacedName{Name: r.Target.EndpointSliceName}, slice)
 	switch {
+	case err == nil && !r.Target.APIExportMode && slice.Spec.Partition != r.Partition:
+		return nil, fmt.Errorf("%w: APIExportEndpointSlice %s names Partition %q, this agent serves %q (read at start); restart it", errPartitionChanged, slice.Name, slice.Spec.Partition, r.Partition)
 	case err == nil:
 		for _, e := range slice.Status.APIExportEndpoints {
 			urls = append(urls, r.Target.EndpointRewrites.Apply(e.URL))

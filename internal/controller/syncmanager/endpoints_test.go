@@ -115,3 +115,33 @@ func TestCheckEndpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointsOfAnotherPartition: a slice whose Partition is the one the
+// agent read at start gives its endpoints; one that names another (edited
+// while the agent runs) gives none and errPartitionChanged, so the agent
+// stops serving shards that may be another partition's agent's now.
+func TestEndpointsOfAnotherPartition(t *testing.T) {
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "things-eu"},
+		Spec:       kcpapisv1alpha1.APIExportEndpointSliceSpec{Partition: "eu"},
+		Status:     kcpapisv1alpha1.APIExportEndpointSliceStatus{APIExportEndpoints: []kcpapisv1alpha1.APIExportEndpoint{{URL: "https://shard-a/services/apiexport/root:org/things"}}},
+	}
+	for _, tc := range []struct {
+		partition string
+		wantURLs  int
+		wantErr   error
+	}{
+		{partition: "eu", wantURLs: 1},
+		{partition: "us", wantErr: errPartitionChanged},
+		{partition: "", wantErr: errPartitionChanged},
+	} {
+		r := &reconciler{
+			Options:  Options{Partition: tc.partition, Target: &kcp.Target{EndpointSliceName: "things-eu"}},
+			kcpCache: fake.NewClientBuilder().WithScheme(kcp.NewScheme()).WithObjects(slice).Build(),
+		}
+		got, err := r.endpoints(t.Context())
+		if len(got) != tc.wantURLs || !errors.Is(err, tc.wantErr) {
+			t.Errorf("agent of partition %q: %v, %v; want %d endpoints, error %v", tc.partition, got, err, tc.wantURLs, tc.wantErr)
+		}
+	}
+}

@@ -56,6 +56,9 @@ a Deployment's selector is immutable.
 {{- define "api-syncagent.selectorLabels" -}}
 app.kubernetes.io/name: kcp-api-syncagent
 app.kubernetes.io/instance: {{ include "api-syncagent.agentName" . | quote }}
+{{- with .Values.partition }}
+syncagent.kcp.io/partition: {{ . | quote }}
+{{- end }}
 {{- end -}}
 
 {{/* Labels of every object: extraLabels, overridden by the chart's own. */}}
@@ -75,6 +78,9 @@ app.kubernetes.io/instance: {{ include "api-syncagent.agentName" . | quote }}
   "app.kubernetes.io/name" "kcp-api-syncagent"
   "app.kubernetes.io/instance" (include "api-syncagent.agentName" .)
   "app.kubernetes.io/version" (include "api-syncagent.version" . | trunc 63) -}}
+{{- with .Values.partition }}
+{{- $_ := set $own "syncagent.kcp.io/partition" . }}
+{{- end }}
 {{- toYaml (merge $own (deepCopy (.Values.extraLabels | default dict))) -}}
 {{- end -}}
 
