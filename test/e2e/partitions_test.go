@@ -210,20 +210,8 @@ func TestPartitions(t *testing.T) {
 	// Deleting the PublishedResource: each agent releases its shard's
 	// objects and removes its own finalizer; then it goes.
 	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
-	for _, ws := range consumers {
-		framework.WaitFor(t, syncTimeout, "the Things of "+ws.Path+" released", func(ctx context.Context) (bool, error) {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
-			if err := ws.Client.List(ctx, list); err != nil {
-				return false, err
-			}
-			for _, o := range list.Items {
-				if len(o.GetFinalizers()) > 0 {
-					return false, nil
-				}
-			}
-			return len(list.Items) > 0, nil
-		})
+	for region, ws := range consumers {
+		waitThingsReleased(t, ws, map[string]int{"eu": 2, "us": 3}[region], syncTimeout)
 	}
 	waitGone(t, f.Service.Client, &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things"}}, "the PublishedResource")
 

@@ -139,22 +139,7 @@ func TestMultipleShards(t *testing.T) {
 	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
 	f.Service.WaitForPublishedResource(t, "things", syncTimeout, "SyncReady Releasing",
 		framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonReleasing))
-	waitReleased := func(ws *framework.Workspace, timeout time.Duration) {
-		t.Helper()
-		framework.WaitFor(t, timeout, "the Things of "+ws.Path+" to be released", func(ctx context.Context) (bool, error) {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
-			if err := ws.Client.List(ctx, list); err != nil {
-				return false, err
-			}
-			for _, o := range list.Items {
-				if len(o.GetFinalizers()) > 0 {
-					return false, nil
-				}
-			}
-			return len(list.Items) == 2, nil
-		})
-	}
+	waitReleased := func(ws *framework.Workspace, timeout time.Duration) { waitThingsReleased(t, ws, 2, timeout) }
 	waitReleased(consumers[0], syncTimeout)
 	k.StartShard(t, framework.SecondShard)
 	// Releases are retried with backoff, up to 5 minutes apart.
@@ -171,4 +156,23 @@ func hostOf(url string) string {
 		return url[:i]
 	}
 	return url
+}
+
+// waitThingsReleased waits until the workspace holds n Things, none with
+// a finalizer.
+func waitThingsReleased(t *testing.T, ws *framework.Workspace, n int, timeout time.Duration) {
+	t.Helper()
+	framework.WaitFor(t, timeout, "the Things of "+ws.Path+" to be released", func(ctx context.Context) (bool, error) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(kcpThing.GroupVersion().WithKind("ThingList"))
+		if err := ws.Client.List(ctx, list); err != nil {
+			return false, err
+		}
+		for _, o := range list.Items {
+			if len(o.GetFinalizers()) > 0 {
+				return false, nil
+			}
+		}
+		return len(list.Items) == n, nil
+	})
 }
