@@ -112,7 +112,7 @@ func TestPartitions(t *testing.T) {
 	}), "create ClusterRoleBinding")
 
 	args := func(region string, extra ...string) []string {
-		return f.AgentArgs(append([]string{"--apiexportendpointslice-ref=" + f.Export.Name + "-" + region, "--agent-name=" + partitionAgent}, extra...)...)
+		return f.AgentArgs(append([]string{"--apiexportendpointslice-ref=" + f.Export.Name + "-" + region, "--agent-name=" + partitionAgent, "--enable-leader-election=true"}, extra...)...)
 	}
 	eu := framework.StartAgent(t, args("eu")...)
 	us := framework.StartAgent(t, args("us", "--disabled-controllers=apiresourceschema,apiexport")...)
