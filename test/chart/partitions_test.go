@@ -36,6 +36,8 @@ func TestPartitionReleases(t *testing.T) {
 	seen := map[string]string{}
 	agents := map[string][]string{}
 	podLabels := map[string]map[string]string{}
+	serviceLabels := map[string]map[string]string{} // release → its metrics Service's labels
+	monitors := map[string]map[string]string{}      // release → its ServiceMonitor's selector
 	selectors := map[string]map[string]map[string]string{} // release → object → matchLabels
 	for _, release := range []string{"things-eu", "things-us"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "partitions", "values-"+strings.TrimPrefix(release, "things-")+".yaml"))
@@ -46,6 +48,8 @@ func TestPartitionReleases(t *testing.T) {
 		if err := yaml.Unmarshal(data, &values); err != nil {
 			t.Fatal(err)
 		}
+		// With the ServiceMonitor on, as a monitored installation runs.
+		values["metrics"] = map[string]any{"serviceMonitor": map[string]any{"enabled": true}}
 		objs, err := Render(release, "things", values)
 		if err != nil {
 			t.Fatalf("%s: %v", release, err)
@@ -70,14 +74,27 @@ func TestPartitionReleases(t *testing.T) {
 			t.Fatalf("%s renders no Deployment", release)
 		}
 		podLabels[release] = d.Spec.Template.Labels
+		for _, o := range objs {
+			if o.GetKind() == "Service" {
+				serviceLabels[release] = o.GetLabels()
+			}
+		}
 		selectors[release] = map[string]map[string]string{}
 		for _, o := range objs {
 			var sel map[string]any
 			switch o.GetKind() {
-			case "Deployment", "PodDisruptionBudget", "ServiceMonitor":
+			case "Deployment", "PodDisruptionBudget":
 				sel, _, _ = unstructured.NestedMap(o.Object, "spec", "selector", "matchLabels")
 			case "Service":
 				sel, _, _ = unstructured.NestedMap(o.Object, "spec", "selector")
+			case "ServiceMonitor":
+				// It selects Services, not Pods.
+				sel, _, _ = unstructured.NestedMap(o.Object, "spec", "selector", "matchLabels")
+				monitors[release] = map[string]string{}
+				for k, v := range sel {
+					monitors[release][k] = fmt.Sprint(v)
+				}
+				continue
 			}
 			if sel != nil {
 				m := map[string]string{}
@@ -105,6 +122,17 @@ func TestPartitionReleases(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Each ServiceMonitor scrapes its own release's Service, not the other's.
+	for release, sel := range monitors {
+		for other, svc := range serviceLabels {
+			if matches := labels.SelectorFromSet(sel).Matches(labels.Set(svc)); matches != (release == other) {
+				t.Errorf("%s's ServiceMonitor selects the Service of %s: %v", release, other, matches)
+			}
+		}
+	}
+	if len(monitors) != 2 || len(serviceLabels) != 2 {
+		t.Errorf("ServiceMonitors of %d releases, Services of %d: want both", len(monitors), len(serviceLabels))
 	}
 	has := func(release, arg string) bool { return slices.Contains(agents[release], arg) }
 	for release, slice := range map[string]string{"things-eu": "things-eu", "things-us": "things-us"} {

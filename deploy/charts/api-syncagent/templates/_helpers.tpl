@@ -69,6 +69,9 @@ syncagent.kcp.io/partition: {{ . | quote }}
   "app.kubernetes.io/instance" (include "api-syncagent.agentName" .)
   "app.kubernetes.io/version" (include "api-syncagent.version" . | trunc 63)
   "app.kubernetes.io/managed-by" .Release.Service -}}
+{{- with .Values.partition }}
+{{- $_ := set $own "syncagent.kcp.io/partition" . }}
+{{- end }}
 {{- toYaml (merge $own (deepCopy (.Values.extraLabels | default dict))) -}}
 {{- end -}}
 
