@@ -88,8 +88,8 @@ type Options struct {
 	// without one): an agent of a partition records itself as its agent
 	// name's publisher in the export (export.Publisher).
 	Partition string
-	// Gate receives the decision whether this agent publishes (nil: none
-	// is passed on).
+	// Gate receives the decision whether this agent publishes (nil: the
+	// controller keeps it to itself, to report its changes).
 	Gate *publisher.Gate
 }
 
@@ -114,6 +114,9 @@ func Add(mgr manager.Manager, opts Options) error {
 		return errors.New("apiexport: AgentName, Selector, ExportName and ExportConfig are required")
 	}
 	log := mgr.GetLogger().WithName(ControllerName)
+	if opts.Gate == nil {
+		opts.Gate = publisher.NewGate()
+	}
 
 	kcpCache, err := cache.New(opts.ExportConfig, cache.Options{
 		Scheme: kcp.NewScheme(),
@@ -277,7 +280,7 @@ func (r *Reconciler) decided(ctx context.Context, prs []syncagentv1alpha1.Publis
 		other = np.Publisher
 	}
 	metrics.PublisherRefused.Set(map[bool]float64{true: 1}[state == publisher.Refused])
-	if r.Gate == nil || !r.Gate.Set(state, other) {
+	if !r.Gate.Set(state, other) {
 		return
 	}
 	if state != publisher.Refused {

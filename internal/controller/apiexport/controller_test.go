@@ -46,6 +46,15 @@ import (
 // the PublishedResource, the gauge). Once the record is removed it claims
 // the export in its next write and opens the gate.
 func TestPublisherGate(t *testing.T) {
+	for _, partition := range []string{"us", ""} {
+		t.Run("partition "+partition, func(t *testing.T) { testPublisherGate(t, partition) })
+	}
+}
+
+// testPublisherGate: see TestPublisherGate. Without a partition the agent
+// is refused and says so alike, and after the handover it writes no
+// record of its own.
+func testPublisherGate(t *testing.T, partition string) {
 	ctx := context.Background()
 	svcScheme := kcp.NewScheme()
 	if err := syncagentv1alpha1.AddToScheme(svcScheme); err != nil {
@@ -67,7 +76,7 @@ func TestPublisherGate(t *testing.T) {
 	gate := publisher.NewGate()
 	kcpEvents, prEvents := record.NewFakeRecorder(10), record.NewFakeRecorder(10)
 	r := &Reconciler{
-		Options: Options{AgentName: "things", Selector: labels.SelectorFromSet(labels.Set{"agent": "things"}), ExportName: "things", Partition: "us", Gate: gate},
+		Options: Options{AgentName: "things", Selector: labels.SelectorFromSet(labels.Set{"agent": "things"}), ExportName: "things", Partition: partition, Gate: gate},
 		client:  svc, kcpCache: kcpClient, kcpClient: kcpClient, kcpRecorder: kcpEvents, prEvents: prEvents,
 		status: &conditions.Writer{Client: svc, Reader: svc, FieldOwner: ControllerName, Log: logr.Discard()},
 		log:    logr.Discard(),
@@ -119,8 +128,9 @@ func TestPublisherGate(t *testing.T) {
 	if err := kcpClient.Get(ctx, types.NamespacedName{Name: "things"}, export); err != nil {
 		t.Fatal(err)
 	}
-	if got := export.Annotations[keys.PublisherOf("things")]; got != "syncagent.things.us" {
-		t.Errorf("publisher record after the handover: %q, want syncagent.things.us", got)
+	want := map[string]string{"us": "syncagent.things.us", "": ""}[partition]
+	if got := export.Annotations[keys.PublisherOf("things")]; got != want {
+		t.Errorf("publisher record after the handover: %q, want %q", got, want)
 	}
 	if got := testutil.ToFloat64(metrics.PublisherRefused); got != 0 {
 		t.Errorf("sync_agent_publisher_refused %v after the handover, want 0", got)
