@@ -105,7 +105,7 @@ var offline = map[string]map[string]string{
 	},
 	"release": {
 		"Release notes from CHANGELOG.md": "skip: needs a section for the tag in CHANGELOG.md (hack/changelog's tests check notes)",
-		"Create the GitHub release":         "skip: needs GitHub's API and the workflow's token",
+		"Create the GitHub release":       "skip: needs GitHub's API and the workflow's token",
 	},
 }
 

@@ -36,8 +36,8 @@ func TestPartitionReleases(t *testing.T) {
 	seen := map[string]string{}
 	agents := map[string][]string{}
 	podLabels := map[string]map[string]string{}
-	serviceLabels := map[string]map[string]string{} // release → its metrics Service's labels
-	monitors := map[string]map[string]string{}      // release → its ServiceMonitor's selector
+	serviceLabels := map[string]map[string]string{}        // release → its metrics Service's labels
+	monitors := map[string]map[string]string{}             // release → its ServiceMonitor's selector
 	selectors := map[string]map[string]map[string]string{} // release → object → matchLabels
 	for _, release := range []string{"things-eu", "things-us"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "docs", "partitions", "values-"+strings.TrimPrefix(release, "things-")+".yaml"))
