@@ -124,6 +124,7 @@ var readyReasons = sets.New(
 	syncagentv1alpha1.ReasonExportUpdateFailed,
 	syncagentv1alpha1.ReasonRunning, syncagentv1alpha1.ReasonSyncDisabled, syncagentv1alpha1.ReasonResourceNotServed,
 	syncagentv1alpha1.ReasonNoEndpoints, syncagentv1alpha1.ReasonEndpointUnreachable, syncagentv1alpha1.ReasonControllerStartFailed,
+	syncagentv1alpha1.ReasonPartitionChanged,
 	syncagentv1alpha1.ReasonReleasing, syncagentv1alpha1.ReasonControllerStarting, syncagentv1alpha1.ReasonSourceConflict,
 	syncagentv1alpha1.ReasonValid, syncagentv1alpha1.ReasonAmbiguousConfiguration, syncagentv1alpha1.ReasonInvalidConfiguration,
 )

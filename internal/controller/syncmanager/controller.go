@@ -592,8 +592,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	urls, err := r.endpoints(ctx)
 	if errors.Is(err, errPartitionChanged) {
 		// Its shards may be another agent's now: serve none until a
-		// restart takes the new partition's Lease and keys.
-		return reconcile.Result{}, errors.Join(err, r.fleet.SetEndpoints(nil))
+		// restart takes the new partition's Lease and keys, and say so.
+		return reconcile.Result{}, errors.Join(err, r.fleet.SetEndpoints(nil), r.partitionChanged(ctx, req.Name, err))
 	}
 	if err != nil {
 		return reconcile.Result{}, err

@@ -15,11 +15,16 @@
 package syncmanager
 
 import (
+	"context"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -49,4 +54,21 @@ func (r *reconciler) ownSyncReady(c metav1.Condition) metav1.Condition {
 // syncReadyOf is this agent's SyncReady condition on pr, nil if it has none.
 func (r *reconciler) syncReadyOf(pr *syncagentv1alpha1.PublishedResource) *metav1.Condition {
 	return apimeta.FindStatusCondition(pr.Status.Conditions, conditions.SyncReadyType(r.Partition))
+}
+
+// partitionChanged writes this agent's SyncReady False (PartitionChanged)
+// on a PublishedResource it selects, after its endpoint slice changed
+// partition (cause: endpoints' error).
+func (r *reconciler) partitionChanged(ctx context.Context, name string, cause error) error {
+	pr := &syncagentv1alpha1.PublishedResource{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: name}, pr); err != nil {
+		return ctrlruntimeclient.IgnoreNotFound(err)
+	}
+	if !selection.Matches(r.Selector, pr) || pr.DeletionTimestamp != nil {
+		return nil
+	}
+	cond := syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonPartitionChanged, "Not synced: %v.", cause)
+	return r.status.Update(ctx, pr, func(st *syncagentv1alpha1.PublishedResourceStatus) {
+		conditions.Apply(st, r.ownSyncReady(cond), pr.Generation)
+	})
 }

@@ -1,0 +1,73 @@
+// Copyright 2026 The api-syncagent Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package syncmanager
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/go-logr/logr"
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
+)
+
+// TestPartitionChangedServesNothing: the agent of partition us finds its
+// endpoint slice naming eu (edited while it runs): it disconnects from
+// every endpoint, and the PublishedResource says why in its partition's
+// condition.
+func TestPartitionChangedServesNothing(t *testing.T) {
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	pr := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things", Labels: map[string]string{"agent": "x"}}}
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "slice"}, Spec: kcpapisv1alpha1.APIExportEndpointSliceSpec{Partition: "eu"}}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(pr, slice).WithStatusSubresource(pr).Build()
+	h := newFleetHarness(t)
+	disconnected := false
+	h.fleet.providers["https://shard-a"] = &endpoint{cancel: func() { disconnected = true }}
+	r := &reconciler{Options: Options{AgentName: "x", Partition: "us", Selector: labels.SelectorFromSet(labels.Set{"agent": "x"}), Target: &kcp.Target{EndpointSliceName: "slice"}},
+		releases: startedReleases(t), client: c, kcpCache: c, fleet: h.fleet, log: logr.Discard(), prEvents: record.NewFakeRecorder(10),
+		status: &conditions.Writer{Client: c, Reader: c, FieldOwner: ControllerName, Log: logr.Discard()},
+		warned: map[string]bool{}, releasing: map[string]int{}, notServed: map[string]int{}}
+
+	_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "things"}})
+	if !errors.Is(err, errPartitionChanged) {
+		t.Fatalf("error %v, want errPartitionChanged", err)
+	}
+	if !disconnected || len(h.fleet.providers) != 0 {
+		t.Errorf("endpoints still connected: %v", h.fleet.providers)
+	}
+	got := &syncagentv1alpha1.PublishedResource{}
+	if err := c.Get(context.Background(), types.NamespacedName{Name: "things"}, got); err != nil {
+		t.Fatal(err)
+	}
+	cond := apimeta.FindStatusCondition(got.Status.Conditions, conditions.SyncReadyType("us"))
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != syncagentv1alpha1.ReasonPartitionChanged {
+		t.Errorf("SyncReady.us = %+v, want False/PartitionChanged", cond)
+	}
+}
