@@ -151,12 +151,7 @@ func SyncedResourcesIn(partition string) string {
 	if partition == "" {
 		return SyncedResources
 	}
-	name := "synced-resources." + partition
-	if len(name) > 63 {
-		sum := sha256.Sum256([]byte(partition))
-		name = "synced-resources." + hex.EncodeToString(sum[:])[:20]
-	}
-	return "syncagent.kcp.io/" + name
+	return perAgent("synced-resources.", partition)
 }
 
 // LeaderLease is the name of the Lease the replicas of an agent elect
@@ -189,8 +184,9 @@ func PublisherOf(agentName string) string { return perAgent("publisher-", agentN
 // as ReleaseFinalizer.
 func CleanupFinalizerOf(agentName string) string { return perAgent("cleanup-", agentName) }
 
-// perAgent is the finalizer "syncagent.kcp.io/<kind><agent name>", with a
-// hash of the name where the name does not fit a qualified name.
+// perAgent is the key "syncagent.kcp.io/<kind><name>" (name: an agent's,
+// or a partition's), with a hash of the name where it does not fit a
+// qualified name.
 func perAgent(kind, agentName string) string {
 	name := kind + agentName
 	if len(name) > 63 {

@@ -178,7 +178,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if apierrors.IsNotFound(err) {
 		// Nobody is recorded as the publisher of an export that does not
 		// exist: the schemas may be created for it.
-		r.decided(ctx, prs, publisher.Publishing, nil)
+		r.decided(prs, publisher.Publishing, nil, nil)
 		// The agent never creates the APIExport; its creation is an event.
 		return reconcile.Result{}, r.setConditions(ctx, prs, func(*syncagentv1alpha1.PublishedResource) metav1.Condition {
 			return conditions.New(syncagentv1alpha1.ConditionExportReady, metav1.ConditionFalse, syncagentv1alpha1.ReasonAPIExportNotFound,
@@ -189,11 +189,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, fmt.Errorf("failed to get APIExport %s: %w", r.ExportName, err)
 	}
 
-	exp, err = r.updateExport(ctx, prs)
+	stored, err := r.updateExport(ctx, prs)
 	if np := (*export.NotPublisherError)(nil); errors.As(err, &np) {
 		// Not ours to publish: no write, no condition (the publisher's
 		// would be overwritten); the record's change is an event.
-		r.decided(ctx, prs, publisher.Refused, np)
+		r.decided(prs, publisher.Refused, np, exp)
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
@@ -207,10 +207,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		return reconcile.Result{}, updateErr
 	}
 
-	r.decided(ctx, prs, publisher.Publishing, nil)
-	exportGRs := export.OwnGRs(exp.Spec.Resources, prs)
+	r.decided(prs, publisher.Publishing, nil, nil)
+	exportGRs := export.OwnGRs(stored.Spec.Resources, prs)
 	return reconcile.Result{}, r.setConditions(ctx, prs, func(pr *syncagentv1alpha1.PublishedResource) metav1.Condition {
-		return exportReady(pr, exp, exportGRs)
+		return exportReady(pr, stored, exportGRs)
 	})
 }
 
@@ -272,9 +272,10 @@ func (r *Reconciler) publisher() export.Publisher {
 
 // decided passes whether this agent publishes on to the gate and, when
 // that changes, says so: in the log, and while another agent publishes
-// with a Warning Event on the APIExport and every selected PublishedResource
-// (the metric sync_agent_publisher_refused holds it meanwhile).
-func (r *Reconciler) decided(ctx context.Context, prs []syncagentv1alpha1.PublishedResource, state publisher.State, np *export.NotPublisherError) {
+// (np, found in exp) with a Warning Event on the APIExport and every
+// selected PublishedResource (the metric sync_agent_publisher_refused
+// holds it meanwhile).
+func (r *Reconciler) decided(prs []syncagentv1alpha1.PublishedResource, state publisher.State, np *export.NotPublisherError, exp *kcpapisv1alpha2.APIExport) {
 	other := ""
 	if np != nil {
 		other = np.Publisher
@@ -289,11 +290,7 @@ func (r *Reconciler) decided(ctx context.Context, prs []syncagentv1alpha1.Publis
 	}
 	r.log.Error(np, "Not publishing", "apiexport", r.ExportName)
 	msg := fmt.Sprintf("Not publishing into APIExport %s: %v.", r.ExportName, np)
-	exp := &unstructured.Unstructured{}
-	exp.SetGroupVersionKind(kcpapisv1alpha2.SchemeGroupVersion.WithKind("APIExport"))
-	if err := r.kcpClient.Get(ctx, types.NamespacedName{Name: r.ExportName}, exp); err == nil {
-		r.kcpRecorder.Event(exp, corev1.EventTypeWarning, ReasonPublisherConflict, msg)
-	}
+	r.kcpRecorder.Event(exp, corev1.EventTypeWarning, ReasonPublisherConflict, msg)
 	for i := range prs {
 		r.prEvents.Event(&prs[i], corev1.EventTypeWarning, ReasonPublisherConflict, msg)
 	}
