@@ -231,11 +231,14 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// fails while it is closed reports nothing (see lifecycle.Fenced).
 	// The Lease is written through a client that is not fenced.
 	leaseCfg := rest.CopyConfig(svcCfg)
+	// Without leader election the transport still checks the endpoint
+	// fences the passes' requests carry (an agent of a partition serves
+	// only the endpoints whose Leases it holds).
 	var f *fence.Fence
 	if o.EnableLeaderElection {
 		f = fence.New(renewDeadline, log.WithName("fence"))
-		ctx = fenceWrites(ctx, f, kcpCfg, svcCfg)
 	}
+	ctx = fenceWrites(ctx, f, kcpCfg, svcCfg)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -145,9 +145,10 @@ func (l *leaderLock) release() error {
 	})
 }
 
-// fenceWrites puts f in front of every write through the configs (and the
-// clients made from them later) and into the returned context, where a
-// pass finds it (fence.Closed).
+// fenceWrites puts f (nil without leader election) and the endpoint fences
+// of the requests' contexts in front of every write through the configs
+// (and the clients made from them later), and f into the returned context,
+// where a pass finds it (fence.Closed).
 func fenceWrites(ctx context.Context, f *fence.Fence, cfgs ...*rest.Config) context.Context {
 	for _, cfg := range cfgs {
 		cfg.Wrap(f.Wrap)

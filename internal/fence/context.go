@@ -16,19 +16,38 @@ package fence
 
 import "context"
 
-type contextKey struct{}
+type (
+	contextKey  struct{}
+	endpointKey struct{}
+)
+
+// WithEndpoint returns ctx carrying the fence of the endpoint whose
+// workspaces a pass works on: the writes of requests made with it pass
+// that fence too (Wrap), and Closed reports it.
+func WithEndpoint(ctx context.Context, f *Fence) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, endpointKey{}, f)
+}
+
+func endpointFence(ctx context.Context) *Fence {
+	f, _ := ctx.Value(endpointKey{}).(*Fence)
+	return f
+}
 
 // NewContext returns ctx carrying f, for the controllers run under it.
 func NewContext(ctx context.Context, f *Fence) context.Context {
 	return context.WithValue(ctx, contextKey{}, f)
 }
 
-// Closed reports whether the fence ctx carries refuses writes now (false
-// without a fence: no leader election). What a pass read while it is
+// Closed reports whether a fence ctx carries (the replica's, an
+// endpoint's) refuses writes now (false without one). What a pass read while it is
 // closed may be another leader's work under way (a copy whose record that
 // leader deleted a moment ago), so such a pass reports nothing it found:
 // no Event, no condition, no error.
 func Closed(ctx context.Context) bool {
 	f, _ := ctx.Value(contextKey{}).(*Fence)
-	return f != nil && f.Check() != nil
+	ep := endpointFence(ctx)
+	return f != nil && f.Check() != nil || ep != nil && ep.Check() != nil
 }

@@ -44,11 +44,26 @@ import (
 // renewed the leader Lease recently enough to be sure it still holds it.
 var ErrLeaseNotRenewed = errors.New("the leader Lease is not renewed")
 
+// ErrEndpointLeaseNotRenewed: a write for a workspace of a virtual
+// workspace endpoint was refused because this agent has not renewed the
+// endpoint's Lease recently enough to be sure it still serves the
+// endpoint. It is an ErrLeaseNotRenewed (errors.Is).
+var ErrEndpointLeaseNotRenewed error = endpointLeaseError{}
+
+type endpointLeaseError struct{}
+
+func (endpointLeaseError) Error() string { return "the endpoint's Lease is not renewed" }
+
+func (endpointLeaseError) Is(target error) bool { return target == ErrLeaseNotRenewed }
+
 // Fence tells whether this replica may write.
 type Fence struct {
 	validFor time.Duration
 	now      func() time.Time
 	log      logr.Logger
+	// err is what a refused write wraps; stops and resumes are logged.
+	err            error
+	stops, resumes string
 
 	mu sync.Mutex
 	// renewed is when the last successful write of the Lease naming this
@@ -62,7 +77,18 @@ type Fence struct {
 // renewal; it logs when it starts refusing writes of a replica that held
 // the Lease, and when they resume.
 func New(validFor time.Duration, log logr.Logger) *Fence {
-	return &Fence{validFor: validFor, now: time.Now, log: log}
+	return &Fence{validFor: validFor, now: time.Now, log: log, err: ErrLeaseNotRenewed,
+		stops:   "Writes stop: the leader Lease was not renewed in time; this replica may no longer lead",
+		resumes: "The leader Lease was renewed; writes resume"}
+}
+
+// NewEndpoint returns the fence of an endpoint's Lease (see New): the
+// writes it refuses are those of the passes over the endpoint's
+// workspaces, whose requests carry it (WithEndpoint).
+func NewEndpoint(validFor time.Duration, log logr.Logger) *Fence {
+	return &Fence{validFor: validFor, now: time.Now, log: log, err: ErrEndpointLeaseNotRenewed,
+		stops:   "Writes for the endpoint's workspaces stop: its Lease is not held or was not renewed in time",
+		resumes: "The endpoint's Lease is held; writes for its workspaces resume"}
 }
 
 // Now is the time to pass to Written for a write of the Lease that is
@@ -83,7 +109,7 @@ func (f *Fence) Written(sent time.Time, held bool) {
 	}
 	f.mu.Unlock()
 	if reopened {
-		f.log.Info("The leader Lease was renewed; writes resume")
+		f.log.Info(f.resumes)
 	}
 }
 
@@ -105,13 +131,13 @@ func (f *Fence) check() (time.Time, error) {
 	case !refused:
 		return renewed.Add(f.validFor), nil
 	case renewed.IsZero():
-		return time.Time{}, fmt.Errorf("refusing to write: %w (this replica does not hold it)", ErrLeaseNotRenewed)
+		return time.Time{}, fmt.Errorf("refusing to write: %w (this replica does not hold it)", f.err)
 	}
 	a := age(now, renewed).Round(time.Millisecond)
 	if first {
-		f.log.Info("Writes stop: the leader Lease was not renewed in time; this replica may no longer lead", "lastRenewal", a.String()+" ago", "limit", f.validFor.String())
+		f.log.Info(f.stops, "lastRenewal", a.String()+" ago", "limit", f.validFor.String())
 	}
-	return time.Time{}, fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", ErrLeaseNotRenewed, a, f.validFor)
+	return time.Time{}, fmt.Errorf("refusing to write: %w since %s (writes stop after %s, until it is renewed)", f.err, a, f.validFor)
 }
 
 // age is how long ago renewed was by the monotonic clock (which runs on
@@ -122,8 +148,11 @@ func age(now, renewed time.Time) time.Duration {
 }
 
 // Wrap returns a transport that refuses the writes (POST, PUT, PATCH,
-// DELETE) the fence does not let through, without sending them. Events
-// are let through: they record what happened and change no object.
+// DELETE) the fence does not let through, without sending them, and those
+// the endpoint fence their request's context carries (WithEndpoint) does
+// not. f may be nil (no leader election): then only the latter are
+// checked. Events are let through: they record what happened and change no
+// object.
 func (f *Fence) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper{fence: f, next: rt}
 }
@@ -133,8 +162,26 @@ type roundTripper struct {
 	next  http.RoundTripper
 }
 
-// RoundTrip sends a write only while the fence is open: a request that is
-// still dialling, queued behind a lost connection or retried by HTTP/2
+// gate is the fences a write must pass: it passes while all are open,
+// until the first closes.
+type gate []*Fence
+
+func (g gate) check() (time.Time, error) {
+	var until time.Time
+	for _, f := range g {
+		u, err := f.check()
+		if err != nil {
+			return time.Time{}, err
+		}
+		if until.IsZero() || u.Before(until) {
+			until = u
+		}
+	}
+	return until, nil
+}
+
+// RoundTrip sends a write only while the fences are open: a request that
+// is still dialling, queued behind a lost connection or retried by HTTP/2
 // when the lease runs out is abandoned before it reaches the server
 // (bytes already handed to the kernel cannot be called back; the 5 s
 // between the renew deadline and the lease duration cover them). The cut
@@ -144,12 +191,22 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !mutating(req.Method) || isEvent(req.URL.Path) {
 		return r.next.RoundTrip(req)
 	}
-	until, err := r.fence.check()
+	var g gate
+	if r.fence != nil {
+		g = append(g, r.fence)
+	}
+	if f := endpointFence(req.Context()); f != nil {
+		g = append(g, f)
+	}
+	if len(g) == 0 {
+		return r.next.RoundTrip(req)
+	}
+	until, err := g.check()
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	w := &watchdog{fence: r.fence, cancel: cancel}
+	w := &watchdog{gate: g, cancel: cancel}
 	w.arm(until)
 	done := func() {
 		w.stop()
@@ -161,14 +218,14 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		// after the check above and resumed after the lease ran out (its
 		// watchdog fires in the same instant as the send goes on) reads
 		// a refusal instead, so the server gets no complete request.
-		req.Body = &checkedBody{ReadCloser: req.Body, fence: r.fence}
+		req.Body = &checkedBody{ReadCloser: req.Body, gate: g}
 		if getBody := req.GetBody; getBody != nil {
 			req.GetBody = func() (io.ReadCloser, error) {
 				b, err := getBody()
 				if err != nil {
 					return nil, err
 				}
-				return &checkedBody{ReadCloser: b, fence: r.fence}, nil
+				return &checkedBody{ReadCloser: b, gate: g}, nil
 			}
 		}
 	}
@@ -188,11 +245,11 @@ func (r roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 // read.
 type checkedBody struct {
 	io.ReadCloser
-	fence *Fence
+	gate gate
 }
 
 func (b *checkedBody) Read(p []byte) (int, error) {
-	if _, err := b.fence.check(); err != nil {
+	if _, err := b.gate.check(); err != nil {
 		return 0, err
 	}
 	return b.ReadCloser.Read(p)
@@ -202,7 +259,7 @@ func (b *checkedBody) Read(p []byte) (int, error) {
 // the time runs out it asks the fence again and, if the Lease was renewed
 // meanwhile, waits for the new end.
 type watchdog struct {
-	fence  *Fence
+	gate   gate
 	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex
@@ -220,9 +277,9 @@ func (w *watchdog) arm(until time.Time) {
 }
 
 func (w *watchdog) fire() {
-	until, err := w.fence.check()
+	until, err := w.gate.check()
 	if err != nil {
-		w.cancel(fmt.Errorf("refusing to write: %w (the lease ran out while the request was under way)", ErrLeaseNotRenewed))
+		w.cancel(fmt.Errorf("%w (the lease ran out while the request was under way)", err))
 		return
 	}
 	w.arm(until)
