@@ -171,6 +171,32 @@ func LeaderLease(agentName, partition string) string {
 	return name + "." + partition
 }
 
+// EndpointLease is the name of the Lease with which the agents of the
+// partitions of one agent name decide who serves a virtual workspace
+// endpoint (internal/endpointlease): "endpoint.<hash of the URL>.syncagent.<agent name>",
+// hashed as a whole where it would pass 253 characters. Leader Leases
+// start with "syncagent.", so the two never collide.
+func EndpointLease(agentName, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	name := "endpoint." + hex.EncodeToString(sum[:])[:20] + ".syncagent." + agentName
+	if len(name) > 253 {
+		all := sha256.Sum256([]byte(agentName + "\n" + url))
+		return "endpoint." + hex.EncodeToString(all[:])[:40] + ".syncagent"
+	}
+	return name
+}
+
+// The annotations (ours) on an endpoint's Lease: the endpoint's URL, the
+// holder's partition, the partition that asked the holder to give the
+// endpoint up, and the order in which the partitions' slices listed it
+// (JSON, partition to sequence number).
+const (
+	EndpointURLAnnotation     = "syncagent.kcp.io/endpoint-url"
+	HolderPartitionAnnotation = "syncagent.kcp.io/holder-partition"
+	HandoverToAnnotation      = "syncagent.kcp.io/handover-to"
+	ListingsAnnotation        = "syncagent.kcp.io/listings"
+)
+
 // PublisherOf (ours) is the annotation on the APIExport that names, for
 // the agents of one agent name, the one that publishes (its Lease name,
 // LeaderLease): "syncagent.kcp.io/publisher-<agent name>", hashed as

@@ -1,0 +1,115 @@
+// Copyright 2026 The api-syncagent Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+package endpointlease
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestDecide: each state of an endpoint's Lease, as one agent sees it, and
+// what that agent does.
+func TestDecide(t *testing.T) {
+	timing := Timing{LeaseDuration: 15 * time.Second, TakeoverAfter: time.Minute}
+	eu := func(listed bool, unchanged time.Duration, rec Record, exists bool) View {
+		return View{Exists: exists, Record: rec, Unchanged: unchanged, Partition: "eu", Identity: "eu-1", Listed: listed}
+	}
+	l := func(kv ...any) map[string]int64 {
+		m := map[string]int64{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = int64(kv[i+1].(int))
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		view View
+		want Decision
+	}{
+		{"no Lease, listed: take it", eu(true, 0, Record{}, false),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
+		{"no Lease, not listed: nothing", eu(false, 0, Record{}, false),
+			Decision{Record: Record{Listings: l()}}},
+		{"held, listed: renew", eu(true, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
+		{"held, no longer listed: yield and drop the listing", eu(false, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}, true),
+			Decision{Write: true, Yield: true, Record: Record{Listings: l()}}},
+		{"held, listed later by another partition that asks for it: yield", eu(true, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Yield: true, Record: Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
+		{"held, listed later by another partition that has not asked (down): renew", eu(true, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}}},
+		{"held, asked by a partition that is not the home: renew", eu(true, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 2, "us", 1)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 2, "us", 1)}}},
+		{"held by an earlier leader of this partition: take it at once", eu(true, time.Second, Record{Holder: "eu-0", HolderPartition: "eu", Listings: l("eu", 1)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
+		{"held by another partition, newly listed here: record the listing, ask for it", eu(true, time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 1)}, true),
+			Decision{Write: true, Record: Record{Holder: "us-1", HolderPartition: "us", HandoverTo: "eu", Listings: l("us", 1, "eu", 2)}}},
+		{"held by another partition, asked already: wait", eu(true, 5*time.Second, Record{Holder: "us-1", HolderPartition: "us", HandoverTo: "eu", Listings: l("us", 1, "eu", 2)}, true),
+			Decision{Record: Record{Holder: "us-1", HolderPartition: "us", HandoverTo: "eu", Listings: l("us", 1, "eu", 2)}}},
+		{"held by another partition that is the home: wait", eu(true, 20*time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Record: Record{Holder: "us-1", HolderPartition: "us", Listings: l("eu", 1, "us", 2)}}},
+		{"the home's holder stopped renewing long ago: take it", eu(true, 61*time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}}},
+		{"the holder stopped renewing, this is the home: take it after the lease duration", eu(true, 16*time.Second, Record{Holder: "us-1", HolderPartition: "us", HandoverTo: "eu", Listings: l("us", 1, "eu", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("us", 1, "eu", 2)}}},
+		{"given up for this partition: take it", eu(true, time.Second, Record{HandoverTo: "eu", Listings: l("us", 1, "eu", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("us", 1, "eu", 2)}}},
+		{"given up for another partition: wait", eu(true, 20*time.Second, Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Record: Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
+		{"given up for another partition that did not take it: take it", eu(true, 61*time.Second, Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
+		{"free, the home is another partition: give it the lease duration", eu(true, 5*time.Second, Record{Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Record: Record{Listings: l("eu", 1, "us", 2)}}},
+		{"free, the home is another partition that did not take it: take it", eu(true, 16*time.Second, Record{Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}}},
+		{"held by another partition, no longer listed here: drop the listing", eu(false, time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("eu", 1, "us", 2)}, true),
+			Decision{Write: true, Record: Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 2)}}},
+		{"nobody holds or lists it: delete the Lease", eu(false, time.Second, Record{Listings: l("eu", 1)}, true),
+			Decision{Delete: true}},
+		{"held elsewhere, not listed here, nothing to change", eu(false, time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 2)}, true),
+			Decision{Record: Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 2)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.view.Record.clone()
+			got := Decide(tt.view, timing)
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decide =\n  %+v\nwant\n  %+v", got, tt.want)
+			}
+			if tt.view.Record.Listings != nil && !reflect.DeepEqual(tt.view.Record.clone(), before) {
+				t.Error("Decide changed the Record it was given")
+			}
+		})
+	}
+}
+
+// TestHome: the partition that listed the endpoint last.
+func TestHome(t *testing.T) {
+	for _, tt := range []struct {
+		listings map[string]int64
+		want     string
+	}{
+		{nil, ""},
+		{map[string]int64{"eu": 1}, "eu"},
+		{map[string]int64{"eu": 3, "us": 2}, "eu"},
+		{map[string]int64{"eu": 3, "us": 4}, "us"},
+		{map[string]int64{"b": 3, "a": 3}, "a"},
+	} {
+		if got := (Record{Listings: tt.listings}).Home(); got != tt.want {
+			t.Errorf("Home(%v) = %q, want %q", tt.listings, got, tt.want)
+		}
+	}
+}
