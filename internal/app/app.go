@@ -34,6 +34,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
@@ -88,6 +89,10 @@ type Deps struct {
 	// Resolver finds source types on the service cluster (one shared
 	// discovery cache for all controllers).
 	Resolver *discovery.Resolver
+	// Identity names this replica; Leases reads and writes Leases in the
+	// agent's namespace (the endpoints' Leases of an agent of a partition).
+	Identity string
+	Leases   coordinationv1client.LeasesGetter
 	// gate is shared by the apiexport and apiresourceschema controllers;
 	// see publisherGate.
 	gate *publisher.Gate
@@ -144,6 +149,8 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		Target:    deps.Target,
 		Partition: deps.Target.Partition,
 		Resolver:  deps.Resolver,
+		Leases:    deps.Leases,
+		Identity:  deps.Identity,
 
 		StateSweepInterval:      deps.Options.StateSweepInterval,
 		SweepUnbound:            deps.Options.SweepUnboundWorkspaces,
@@ -362,7 +369,8 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient, Resolver: resolver}
+	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient, Resolver: resolver,
+		Identity: identity, Leases: svcClientset.CoordinationV1()}
 	for _, c := range controllers {
 		if !o.IsControllerEnabled(c.Name) {
 			if c.Disabled == nil {

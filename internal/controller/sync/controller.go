@@ -50,6 +50,7 @@ import (
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/cacheindex"
 	"github.com/kcp-syncagent/api-syncagent/internal/fairqueue"
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -699,7 +700,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		// once the endpoint lists the type.
 		return reconcile.Result{RequeueAfter: notRegisteredRequeue}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, reconcileTimeout)
+	ctx, cancel := context.WithTimeout(fence.WithEndpoint(ctx, engaged.Fence), reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
 	kcpClient := r.workspaces.reads(engaged)

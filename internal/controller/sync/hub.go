@@ -36,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 )
 
 // Workspace is an engaged consumer workspace.
@@ -55,6 +57,10 @@ type Workspace struct {
 	// seconds; the endpoint's handlers are added once it answers, so that
 	// a healthy start logs no failed watches.
 	Lists func(ctx context.Context, gvr schema.GroupVersionResource) error
+	// Fence, if set, is the endpoint's: every write of a pass over the
+	// workspace passes it (an agent of a partition holds the endpoint's
+	// Lease).
+	Fence *fence.Fence
 }
 
 // kcpWatch is a kcp-side type whose events enqueue primaries: keys maps an

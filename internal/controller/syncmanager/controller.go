@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -62,6 +63,7 @@ import (
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
 	agentdiscovery "github.com/kcp-syncagent/api-syncagent/internal/discovery"
 	"github.com/kcp-syncagent/api-syncagent/internal/emptyns"
+	"github.com/kcp-syncagent/api-syncagent/internal/endpointlease"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/lifecycle"
@@ -155,6 +157,12 @@ type Options struct {
 	// are its partition's, next to the other partitions' agents' (see
 	// partition.go).
 	Partition string
+	// Leases reads and writes the endpoints' Leases in Namespace, and
+	// Identity names this replica in them: an agent of a partition serves
+	// only the endpoints whose Leases it holds (internal/endpointlease).
+	// Required with a Partition.
+	Leases   coordinationv1client.LeasesGetter
+	Identity string
 	// ReleaseOnly: the sync controller is disabled (--disabled-controllers
 	// sync). No PublishedResource is synced; each that carries the agent's
 	// release finalizer (it synced it before) is released as when
@@ -287,6 +295,18 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	f := newFleet(log, kcp.NewScheme(), opts.Target.Config, opts.UnusedKcpInformerTimeout)
+	if opts.Partition != "" {
+		if opts.Leases == nil || opts.Identity == "" {
+			return errors.New("syncmanager: Leases and Identity are required with a Partition")
+		}
+		f.claimConfig = &endpointlease.Config{
+			Leases: opts.Leases, Namespace: opts.Namespace, AgentName: opts.AgentName,
+			Partition: opts.Partition, Identity: opts.Identity,
+			Timing:        endpointlease.Timing{LeaseDuration: endpointLeaseDuration, TakeoverAfter: endpointTakeoverAfter},
+			RenewDeadline: endpointRenewDeadline, RetryPeriod: endpointRetryPeriod,
+			Log: log.WithName("endpoint-lease"),
+		}
+	}
 	f.warningEventsOnly = opts.KcpWarningEventsOnly
 	f.state = &state.Store{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: opts.Namespace, AgentName: opts.AgentName}
 	mcMgr, err := mcmanager.WithMultiCluster(mgr, f)
@@ -405,7 +425,7 @@ func Add(mgr manager.Manager, opts Options) error {
 	}
 
 	r.endpointClients = r.newEndpointClient
-	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
+	selected := func(ctx context.Context) []reconcile.Request {
 		prs, err := selection.List(ctx, r.client, opts.Selector)
 		if err != nil {
 			log.Error(err, "Failed to list PublishedResources")
@@ -416,6 +436,9 @@ func Add(mgr manager.Manager, opts Options) error {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: pr.Name}})
 		}
 		return reqs
+	}
+	allSelected := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ ctrlruntimeclient.Object) []reconcile.Request {
+		return selected(ctx)
 	})
 	b := builder.ControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -431,7 +454,19 @@ func Add(mgr manager.Manager, opts Options) error {
 		WatchesRawSource(source.Kind(kcpCache, ctrlruntimeclient.Object(&kcpapisv1alpha1.APIExportEndpointSlice{}), allSelected)).
 		// The fleet tells when a sync controller runs or stops on its own.
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			f.setNotify(func(prName string) { q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: prName}}) })
+			f.setNotify(func(prName string) {
+				if prName != "" {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: prName}})
+					return
+				}
+				// Every selected one: the endpoints served changed. The
+				// list reads the manager's cache, which has synced.
+				ctx, cancel := context.WithTimeout(context.Background(), listSelectedTimeout)
+				defer cancel()
+				for _, req := range selected(ctx) {
+					q.Add(req)
+				}
+			})
 			return nil
 		}))
 	if opts.Target.APIExportMode {
@@ -589,7 +624,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.fleet.waitStarted(ctx); err != nil {
 		return reconcile.Result{}, err
 	}
-	urls, err := r.endpoints(ctx)
+	listed, err := r.endpoints(ctx)
 	if errors.Is(err, errPartitionChanged) {
 		// Its shards may be another agent's now: serve none until a
 		// restart takes the new partition's Lease and keys, and say so.
@@ -598,9 +633,12 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.fleet.SetEndpoints(urls); err != nil {
+	if err := r.fleet.SetEndpoints(listed); err != nil {
 		return reconcile.Result{}, err
 	}
+	// An agent of a partition syncs and releases only the endpoints whose
+	// Leases it holds; a release waits while one's is undecided.
+	urls, pending := r.servedOf(listed)
 
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
@@ -620,6 +658,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// objects are released before our finalizer on it goes. Another
 		// agent that selects it adds its own finalizers and removes none
 		// of ours.
+		if pending {
+			return reconcile.Result{RequeueAfter: endpointLeasePending}, nil
+		}
 		return r.finalize(ctx, pr, urls)
 	}
 	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
@@ -1098,6 +1139,22 @@ func syncDisabled() metav1.Condition {
 	return syncReady(metav1.ConditionTrue, syncagentv1alpha1.ReasonSyncDisabled,
 		"Synchronization is disabled: the schema is only published; deletions of objects synced earlier are still processed.")
 }
+
+// The endpoints' Leases of an agent of a partition: the same timing as the
+// leader Lease (a holder writes within endpointRenewDeadline of its last
+// renewal, the home partition takes a Lease left unrenewed for
+// endpointLeaseDuration); another partition that lists the endpoint takes
+// it only after endpointTakeoverAfter (the home partition's agent is down
+// for longer than a restart).
+const (
+	endpointLeaseDuration = 15 * time.Second
+	endpointRenewDeadline = 10 * time.Second
+	endpointRetryPeriod   = 2 * time.Second
+	endpointTakeoverAfter = time.Minute
+	// listSelectedTimeout bounds the cache list of the selected
+	// PublishedResources when the endpoints served change.
+	listSelectedTimeout = 10 * time.Second
+)
 
 // errPartitionChanged: the endpoint slice names another Partition than the
 // one the agent read at start (see endpoints).

@@ -16,9 +16,14 @@ package syncmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 )
+
+// errEndpointLeasePending: an endpoint the slice lists has a Lease that is
+// not decided yet; the release goes through it once it is.
+var errEndpointLeasePending = errors.New("an endpoint's Lease is not decided yet")
 
 // throughEveryEndpoint runs release through urls, then through the
 // endpoints the endpoint slice lists by then that it did not run through
@@ -31,9 +36,13 @@ func (r *reconciler) throughEveryEndpoint(ctx context.Context, urls []string, re
 			return err
 		}
 		done = append(done, urls...)
-		now, err := r.endpoints(ctx)
+		listed, err := r.endpoints(ctx)
 		if err != nil {
 			return fmt.Errorf("after releasing through %d endpoint(s): %w", len(done), err)
+		}
+		now, pending := r.servedOf(listed)
+		if pending {
+			return fmt.Errorf("after releasing through %d endpoint(s): %w", len(done), errEndpointLeasePending)
 		}
 		urls = slices.DeleteFunc(now, func(u string) bool { return slices.Contains(done, u) })
 	}

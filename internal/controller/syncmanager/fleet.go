@@ -42,6 +42,8 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	syncctrl "github.com/kcp-syncagent/api-syncagent/internal/controller/sync"
+	"github.com/kcp-syncagent/api-syncagent/internal/endpointlease"
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcpevents"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -71,6 +73,10 @@ type fleet struct {
 
 	provMu    sync.RWMutex
 	providers map[string]*endpoint
+	// claims: an agent of a partition serves the endpoints whose Leases
+	// it holds (set by Start from claimConfig; nil without a partition).
+	claims      *endpointlease.Claims
+	claimConfig *endpointlease.Config
 
 	mu          sync.Mutex
 	clusters    map[string]engaged
@@ -118,6 +124,9 @@ type endpoint struct {
 	// failed: the last connection failed and the next one has not started
 	// yet (guarded by fleet.provMu); it does not count as connected.
 	failed bool
+	// fence: the writes of the passes over the endpoint's workspaces
+	// pass it (an agent of a partition: its Lease; else nil).
+	fence *fence.Fence
 }
 
 // endpointID names the connection of an endpoint: each fresh provider is a
@@ -216,6 +225,12 @@ func newFleet(log logr.Logger, scheme *runtime.Scheme, base *rest.Config, unused
 // every controller and endpoint connection has stopped.
 func (f *fleet) Start(ctx context.Context) error {
 	f.ctx = ctx
+	if f.claimConfig != nil {
+		cfg := *f.claimConfig
+		cfg.Serve, cfg.Stop = f.serveEndpoint, f.stopServingEndpoint
+		cfg.Changed = func() { f.changed("") }
+		f.claims = endpointlease.New(ctx, cfg)
+	}
 	f.events = kcpevents.New(f.scheme, func(workspace string) ctrlruntimeclient.Client {
 		if cl := f.engagedCluster(workspace); cl != nil {
 			return cl.GetClient()
@@ -324,47 +339,106 @@ func (f *fleet) IndexField(ctx context.Context, obj ctrlruntimeclient.Object, fi
 }
 
 // SetEndpoints connects to new endpoint URLs and disconnects from removed
-// ones (their workspaces are disengaged with them).
+// ones (their workspaces are disengaged with them). An agent of a
+// partition claims the endpoints instead and connects to those whose
+// Leases it holds (serveEndpoint), under their fences.
 func (f *fleet) SetEndpoints(urls []string) error {
+	if f.claims != nil {
+		f.claims.Set(urls)
+		return nil
+	}
 	f.provMu.Lock()
 	defer f.provMu.Unlock()
-
 	want := map[string]bool{}
 	for _, u := range urls {
 		want[u] = true
 	}
-	for u, ep := range f.providers {
+	for u := range f.providers {
 		if !want[u] {
-			f.log.Info("Disconnecting from virtual workspace endpoint", "url", u)
-			ep.cancel()
-			delete(f.providers, u)
+			f.disconnect(u)
 		}
 	}
 	for _, u := range slices.Sorted(maps.Keys(want)) {
-		if _, ok := f.providers[u]; ok {
-			continue
+		if err := f.connect(u, nil); err != nil {
+			return err
 		}
-		cfg := rest.CopyConfig(f.base)
-		cfg.Host = u
-		p, err := f.newProvider(cfg)
-		if err != nil {
-			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
-		}
-		wildcard := rest.CopyConfig(cfg)
-		wildcard.Host = strings.TrimSuffix(u, "/") + "/clusters/*"
-		wildcard.Timeout = endpointCheckTimeout
-		lists, err := metadata.NewForConfig(wildcard)
-		if err != nil {
-			return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
-		}
-		ctx, cancel := context.WithCancel(f.ctx)
-		ep := &endpoint{provider: p, cancel: cancel, lists: lists}
-		f.providers[u] = ep
-		f.log.Info("Connecting to virtual workspace endpoint", "url", u)
-		f.mu.Lock()
-		f.goroutine(func() { f.runEndpoint(ctx, u, cfg, ep) })
-		f.mu.Unlock()
 	}
+	return nil
+}
+
+// serveEndpoint connects to an endpoint whose Lease this agent holds; the
+// passes over its workspaces write under fe (endpointlease.Config.Serve).
+func (f *fleet) serveEndpoint(u string, fe *fence.Fence) {
+	f.provMu.Lock()
+	defer f.provMu.Unlock()
+	if err := f.connect(u, fe); err != nil {
+		// Connecting only builds clients: this fails on a malformed URL,
+		// which no retry mends; the endpoint stays unserved and unreachable
+		// in the SyncReady condition.
+		f.log.Error(err, "Failed to connect to a virtual workspace endpoint", "url", u)
+	}
+}
+
+// stopServingEndpoint disconnects from an endpoint whose Lease this agent
+// gave up (its fence is closed already).
+func (f *fleet) stopServingEndpoint(u string) {
+	f.provMu.Lock()
+	defer f.provMu.Unlock()
+	f.disconnect(u)
+}
+
+// endpointFence is the fence of the writes for an endpoint's workspaces:
+// nil without a partition; for an endpoint this agent does not serve, one
+// that refuses every write.
+func (f *fleet) endpointFence(u string) *fence.Fence {
+	if f.claimConfig == nil {
+		return nil
+	}
+	f.provMu.RLock()
+	defer f.provMu.RUnlock()
+	if ep, ok := f.providers[u]; ok && ep.fence != nil {
+		return ep.fence
+	}
+	return fence.NewEndpoint(time.Nanosecond, f.log)
+}
+
+// disconnect ends the connection to an endpoint (f.provMu held).
+func (f *fleet) disconnect(u string) {
+	ep, ok := f.providers[u]
+	if !ok {
+		return
+	}
+	f.log.Info("Disconnecting from virtual workspace endpoint", "url", u)
+	ep.cancel()
+	delete(f.providers, u)
+}
+
+// connect connects to an endpoint unless it is connected (f.provMu held);
+// fe (nil without a partition) is the fence of its writes.
+func (f *fleet) connect(u string, fe *fence.Fence) error {
+	if _, ok := f.providers[u]; ok {
+		return nil
+	}
+	cfg := rest.CopyConfig(f.base)
+	cfg.Host = u
+	p, err := f.newProvider(cfg)
+	if err != nil {
+		return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
+	}
+	wildcard := rest.CopyConfig(cfg)
+	wildcard.Host = strings.TrimSuffix(u, "/") + "/clusters/*"
+	wildcard.Timeout = endpointCheckTimeout
+	lists, err := metadata.NewForConfig(wildcard)
+	if err != nil {
+		return fmt.Errorf("failed to connect to endpoint %s: %w", u, err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	ep := &endpoint{provider: p, cancel: cancel, lists: lists, fence: fe}
+	f.providers[u] = ep
+	f.log.Info("Connecting to virtual workspace endpoint", "url", u)
+	f.mu.Lock()
+	f.goroutine(func() { f.runEndpoint(ctx, u, cfg, ep) })
+	f.mu.Unlock()
 	return nil
 }
 
@@ -490,7 +564,7 @@ func (f *fleet) workspace(ctx context.Context, name string, cl cluster.Cluster) 
 	for u, ep := range f.providers {
 		if c, err := ep.provider.Get(ctx, name); err == nil && c == cl {
 			lists := ep.lists
-			return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: ep.provider.GetWildcard(), EndpointID: endpointID(u, ep.generation),
+			return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: ep.provider.GetWildcard(), EndpointID: endpointID(u, ep.generation), Fence: ep.fence,
 				Lists: func(ctx context.Context, gvr schema.GroupVersionResource) error {
 					_, err := lists.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
 					return err

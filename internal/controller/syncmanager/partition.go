@@ -16,6 +16,7 @@ package syncmanager
 
 import (
 	"context"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/endpointlease"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
@@ -72,3 +74,28 @@ func (r *reconciler) partitionChanged(ctx context.Context, name string, cause er
 		conditions.Apply(st, r.ownSyncReady(cond), pr.Generation)
 	})
 }
+
+// servedOf is, of the endpoints the slice lists, those this agent serves,
+// and whether any is still pending: neither served here nor held by another
+// partition's agent (which releases what it serves). Without a partition
+// the agent serves every endpoint listed.
+func (r *reconciler) servedOf(listed []string) (urls []string, pending bool) {
+	if r.fleet == nil || r.fleet.claims == nil {
+		return listed, false
+	}
+	states := r.fleet.claims.States()
+	for _, u := range listed {
+		switch states[u] {
+		case endpointlease.Serving:
+			urls = append(urls, u)
+		case endpointlease.Pending:
+			pending = true
+		}
+	}
+	return urls, pending
+}
+
+// endpointLeasePending is how long a release waits before it looks again
+// at an endpoint whose Lease is not decided yet (a claim steps every
+// retry period, 2 s).
+const endpointLeasePending = 2 * time.Second

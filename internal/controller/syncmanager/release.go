@@ -37,6 +37,7 @@ import (
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
@@ -86,13 +87,25 @@ type release struct {
 	// resourceOf finds the resource of a kind on an endpoint (false if the
 	// endpoint does not serve it).
 	resourceOf func(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
-	state      *state.Store
+	// fenceOf is the fence of an endpoint's writes (nil: none).
+	fenceOf func(url string) *fence.Fence
+	state   *state.Store
 	// fin are the agent's finalizers.
 	fin finalizer.Of
 	// event records an Event on an object of an engaged workspace.
 	event func(cluster string, obj *unstructured.Unstructured)
 	// progress counts the objects found and released (nil: not counted).
 	progress *releaseProgress
+}
+
+// fenced is ctx with the fence of the endpoint url (an agent of a
+// partition releases only the endpoints whose Leases it holds, and stops
+// writing for one the moment it gives it up).
+func (rel *release) fenced(ctx context.Context, url string) context.Context {
+	if rel.fenceOf == nil {
+		return ctx
+	}
+	return fence.WithEndpoint(ctx, rel.fenceOf(url))
 }
 
 // run releases the objects of gr; it returns how many were released.
@@ -110,7 +123,7 @@ func (rel *release) run(ctx context.Context, gr schema.GroupResource) (int, erro
 			continue
 		}
 		kinds = append(kinds, gvk)
-		n, err := rel.releaseOn(ctx, url, gvk.GroupVersion().WithResource(gr.Resource))
+		n, err := rel.releaseOn(rel.fenced(ctx, url), url, gvk.GroupVersion().WithResource(gr.Resource))
 		released += n
 		if err != nil {
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
@@ -347,6 +360,7 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 	gvk := schema.FromAPIVersionAndKind(rec.Origin.APIVersion, rec.Origin.Kind)
 	var errs []error
 	for _, url := range rel.urls {
+		ctx := rel.fenced(ctx, url)
 		gvr, ok, err := rel.resourceOf(url, gvk)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
@@ -505,7 +519,7 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 // into progress (nil: not counted).
 func (r *reconciler) newRelease(urls []string, progress *releaseProgress) *release {
 	return &release{urls: urls, clients: r.endpointClients, served: r.servedResource, resourceOf: r.resourceOfKind,
-		state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
+		fenceOf: r.fleet.endpointFence, state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
 }
 
 // inUseElsewhere reports whether another selected PublishedResource syncs
@@ -569,7 +583,7 @@ func (r *reconciler) releaseUnrecordedSources(ctx context.Context, pr *syncagent
 			}
 		}
 		for _, url := range urls {
-			if _, err := rel.releaseUnrecorded(ctx, url, gvr); err != nil {
+			if _, err := rel.releaseUnrecorded(rel.fenced(ctx, url), url, gvr); err != nil {
 				errs = append(errs, fmt.Errorf("endpoint %s: %w", url, err))
 			}
 		}
