@@ -152,7 +152,8 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 }
 
 func isLease(ref *auditObjectRef, namespace string) bool {
-	return ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace
+	return ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == namespace &&
+		strings.HasPrefix(ref.Name, "syncagent.") // leader Leases, not the endpoints' (endpoint.<hash>.syncagent.<agent>)
 }
 
 func isWrite(verb string) bool {

@@ -1,0 +1,162 @@
+// Copyright 2026 The api-syncagent Authors.
+//
+// Licensed under the Apache License, Version 2.0 (the "License");
+// you may not use this file except in compliance with the License.
+// You may obtain a copy of the License at
+//
+//     http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+// See the License for the specific language governing permissions and
+// limitations under the License.
+
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
+	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
+)
+
+// moveShardUnderLoad moves the second shard from the us partition to the
+// eu partition while both agents run and Things are created in the us
+// workspace: kcp lists the shard in both slices from then on, the eu agent
+// (the endpoint's new home) asks for the endpoint's Lease, the us agent
+// gives it up and the eu agent serves it. Every Thing, created before,
+// during or after the move, has exactly one copy; a copy nothing changed
+// is not rewritten (adopted as after a restart); a spec change made in kcp
+// after the move reaches its copy. It returns the names of the Things
+// created during and after the move.
+func moveShardUnderLoad(t *testing.T, f *framework.Fixture, k *framework.Kcp, ws *framework.Workspace, before int) []string {
+	t.Helper()
+	ctx := t.Context()
+	untouched := waitCopies(t, f, ws.ClusterName, before)[0]
+	if untouched.GetResourceVersion() == "" {
+		t.Fatal("a copy without a resourceVersion")
+	}
+
+	// Load: a Thing every 300 ms through the move.
+	load, stopLoad := context.WithCancel(ctx)
+	created := make(chan []string, 1)
+	go func() {
+		var names []string
+		defer func() { created <- names }()
+		for i := 0; load.Err() == nil; i++ {
+			name := fmt.Sprintf("moving-%d", i)
+			if err := ws.Client.Create(ctx, newObject(kcpThing, "default", name, map[string]any{"color": "moving"})); err != nil {
+				t.Errorf("create Thing %s during the move: %v", name, err)
+				return
+			}
+			names = append(names, name)
+			select {
+			case <-load.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+
+	root, err := k.AdminClient("root")
+	framework.Must(t, err, "root client")
+	s := &kcpcorev1alpha1.Shard{}
+	framework.Must(t, root.Get(ctx, types.NamespacedName{Name: framework.SecondShard}, s), "get shard")
+	patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
+	s.Labels["region"] = "eu"
+	framework.Must(t, root.Patch(ctx, s, patch), "relabel shard %s", framework.SecondShard)
+	// kcp's slice controller does not watch shards: a change of the eu
+	// slice makes it list the moved shard there.
+	euSlice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-eu"}, euSlice), "get the eu slice")
+	touch := ctrlruntimeclient.MergeFrom(euSlice.DeepCopy())
+	euSlice.Annotations = map[string]string{"e2e.syncagent.kcp.io/touched": time.Now().Format(time.RFC3339Nano)}
+	framework.Must(t, f.Org.Client.Patch(ctx, euSlice, touch), "touch the eu slice")
+	framework.WaitFor(t, syncTimeout, "both shards in the eu slice", func(ctx context.Context) (bool, error) {
+		s := &kcpapisv1alpha1.APIExportEndpointSlice{}
+		err := f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-eu"}, s)
+		return err == nil && len(s.Status.APIExportEndpoints) == 2, err
+	})
+	// kcp keeps the shard in the us slice (it has bindings).
+	usSlice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-us"}, usSlice), "get the us slice")
+	if len(usSlice.Status.APIExportEndpoints) != 1 {
+		t.Logf("the us slice lists %d endpoints after the move", len(usSlice.Status.APIExportEndpoints))
+	}
+
+	// Every endpoint's Lease ends up held by the eu partition.
+	framework.WaitFor(t, 2*syncTimeout, "the eu partition holds every endpoint's Lease", func(ctx context.Context) (bool, error) {
+		leases := &coordinationv1.LeaseList{}
+		if err := f.Service.Client.List(ctx, leases, ctrlruntimeclient.InNamespace(framework.AgentNamespace)); err != nil {
+			return false, err
+		}
+		held := 0
+		for _, l := range leases.Items {
+			if !strings.HasPrefix(l.Name, "endpoint.") {
+				continue
+			}
+			if l.Annotations[keys.HolderPartitionAnnotation] != "eu" {
+				return false, nil
+			}
+			held++
+		}
+		return held == 2, nil
+	})
+	time.Sleep(3 * time.Second) // a few more Things under the eu agent
+	stopLoad()
+	names := <-created
+	if len(names) == 0 {
+		t.Fatal("no Thing was created during the move")
+	}
+	// A Thing after the move, and a spec change of one from before.
+	framework.Must(t, ws.Client.Create(ctx, newObject(kcpThing, "default", "after-move", map[string]any{"color": "eu"})), "create a Thing after the move")
+	names = append(names, "after-move")
+	copies := waitCopies(t, f, ws.ClusterName, before+len(names))
+	seen := map[string]int{}
+	for _, c := range copies {
+		seen[c.GetLabels()[keys.RemoteObjectNameHash]]++
+	}
+	for hash, n := range seen {
+		if n != 1 {
+			t.Errorf("%d copies of the Thing whose name hashes to %s", n, hash)
+		}
+	}
+	// A spec change in kcp after the move reaches the copy.
+	thing := &unstructured.Unstructured{}
+	thing.SetGroupVersionKind(kcpThing)
+	framework.Must(t, ws.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: names[0]}, thing), "get Thing %s", names[0])
+	framework.Must(t, unstructured.SetNestedField(thing.Object, "changed", "spec", "color"), "set color")
+	framework.Must(t, ws.Client.Update(ctx, thing), "update Thing %s", names[0])
+	framework.WaitFor(t, syncTimeout, "the spec change on the copy", func(ctx context.Context) (bool, error) {
+		items, err := localCopies(ctx, f.Service.Client, ws.ClusterName)
+		for _, c := range items {
+			if color, _, _ := unstructured.NestedString(c.Object, "spec", "color"); color == "changed" {
+				return true, err
+			}
+		}
+		return false, err
+	})
+
+	// The copy nothing changed was adopted, not rewritten.
+	again := &unstructured.Unstructured{}
+	again.SetGroupVersionKind(localThing)
+	framework.Must(t, f.Service.Client.Get(ctx, types.NamespacedName{Namespace: untouched.GetNamespace(), Name: untouched.GetName()}, again), "get copy %s", untouched.GetName())
+	if again.GetResourceVersion() != untouched.GetResourceVersion() {
+		t.Errorf("the copy %s was rewritten by the move (resourceVersion %s, was %s)", untouched.GetName(), again.GetResourceVersion(), untouched.GetResourceVersion())
+	}
+	return names
+}
