@@ -36,6 +36,8 @@ func TestLeasesOfWriters(t *testing.T) {
 		// us-1 writes eu's Lease naming eu-1 (never happens, but it
 		// must not make us-1 a replica of eu).
 		auditLine(t, "update", us, "leases", "syncagent.x.eu", 2*s, 2*s, &ideu),
+		// The eu agent holds an endpoint's Lease: it stays a replica of eu.
+		auditLine(t, "update", eu, "leases", "endpoint.0123456789abcdef0123.syncagent.x", 2*s, 2*s, &ideu),
 		withGroup(t, auditLine(t, "patch", eu, "things", "a", 3*s, 3*s, nil), "example.com"),
 		withGroup(t, auditLine(t, "create", us, "things", "b", 3*s, 3*s, nil), "example.com"),
 		withGroup(t, auditLine(t, "patch", eu, "things", "both", 3*s, 3*s, nil), "example.com"),

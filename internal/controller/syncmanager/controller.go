@@ -966,7 +966,11 @@ func (r *reconciler) reconcile(ctx context.Context, pr *syncagentv1alpha1.Publis
 		return syncDisabled(), reconcile.Result{}, nil
 	}
 	if len(urls) == 0 {
-		// The endpoint slice is watched: new endpoints trigger a reconcile.
+		// The endpoint slice is watched: new endpoints trigger a reconcile,
+		// and so does a change of the endpoints served.
+		if r.fleet != nil && r.fleet.claims != nil && len(r.fleet.claims.States()) > 0 {
+			return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "This agent serves none of the endpoints its APIExportEndpointSlice lists: another partition's agent holds their Leases, or they are being handed over."), reconcile.Result{}, nil
+		}
 		return syncReady(metav1.ConditionFalse, syncagentv1alpha1.ReasonNoEndpoints, "The APIExportEndpointSlice lists no endpoints yet (no workspace binds the export)."), reconcile.Result{}, nil
 	}
 
