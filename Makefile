@@ -145,7 +145,7 @@ soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (4 8), SO
 		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION) SOAK_TIMEOUT=20m; \
 	done
 
-# The benchmark (docs/performance.md). SCENARIO (default, noisy, wide), W, N, P, COUNT,
+# The benchmark (docs/performance.md). SCENARIO (default, noisy, wide, partitions), W, N, P, COUNT,
 # RELATED, UNRELATED, BASELINE_AGENT, CPU_PROFILE, KCP_CPU_PROFILE, MEMORY_SCAN, SCAN, NOISY_OBJECTS,
 # QUIET_OBJECTS, WIDE_OBJECTS, EVENT_LEVEL, SYNC_WORKERS and PATROL_INTERVAL come from the environment or the
 # make command line; BENCH_ARGS passes extra flags (`$(BIN_DIR)/bench -h` lists them).

@@ -55,6 +55,9 @@ const (
 	scenarioDefault = "default"
 	scenarioNoisy   = "noisy"
 	scenarioWide    = "wide"
+	// scenarioPartitions: one agent against two partitioned agents on a
+	// kcp of two shards (partitions.go).
+	scenarioPartitions = "partitions"
 )
 
 // config is the scenario.
@@ -123,7 +126,7 @@ func envBool(name string, def bool) bool {
 
 func main() {
 	cfg := config{}
-	flag.StringVar(&cfg.Scenario, "scenario", envString("SCENARIO", scenarioDefault), "default (the phases), noisy (one workspace's backlog against 1/s in the others) or wide (many workspaces, few objects each; -w defaults to 1000) ($SCENARIO)")
+	flag.StringVar(&cfg.Scenario, "scenario", envString("SCENARIO", scenarioDefault), "default (the phases), noisy (one workspace's backlog against 1/s in the others), wide (many workspaces, few objects each; -w defaults to 1000) or partitions (one agent against two partitioned agents on a kcp of two shards) ($SCENARIO)")
 	flag.IntVar(&cfg.NoisyObjects, "noisy-objects", envInt("NOISY_OBJECTS", 5000), "noisy: objects the noisy workspace creates ($NOISY_OBJECTS)")
 	flag.IntVar(&cfg.QuietObjects, "quiet-objects", envInt("QUIET_OBJECTS", 10), "noisy: objects each other workspace creates at 1/s ($QUIET_OBJECTS)")
 	flag.IntVar(&cfg.WideObjects, "wide-objects", envInt("WIDE_OBJECTS", 5), "wide: objects per workspace ($WIDE_OBJECTS)")
@@ -159,8 +162,11 @@ func main() {
 		}
 	}
 	switch {
-	case cfg.Scenario != scenarioDefault && cfg.Scenario != scenarioNoisy && cfg.Scenario != scenarioWide:
-		fmt.Fprintln(os.Stderr, "bench: -scenario must be default, noisy or wide")
+	case cfg.Scenario != scenarioDefault && cfg.Scenario != scenarioNoisy && cfg.Scenario != scenarioWide && cfg.Scenario != scenarioPartitions:
+		fmt.Fprintln(os.Stderr, "bench: -scenario must be default, noisy, wide or partitions")
+		os.Exit(2)
+	case cfg.Scenario == scenarioPartitions && (cfg.Baseline != "" || cfg.KcpProfileSeconds > 0 || cfg.Workspaces < 2):
+		fmt.Fprintln(os.Stderr, "bench: the partitions scenario compares our agent alone with two of it (no -baseline, no -kcp-cpu-profile) and needs -w of at least 2")
 		os.Exit(2)
 	case cfg.Scenario == scenarioNoisy && (cfg.Workspaces < 2 || cfg.NoisyObjects < 1 || cfg.QuietObjects < 1):
 		fmt.Fprintln(os.Stderr, "bench: the noisy scenario needs -w of at least 2 and positive -noisy-objects and -quiet-objects")
@@ -246,6 +252,19 @@ func run(root *benchT, cfg *config) int {
 		root.check(err)
 		cfg.kcpProfiler = fmt.Sprintf("127.0.0.1:%d", port)
 		kcpArgs = append(kcpArgs, "--profiler-address="+cfg.kcpProfiler)
+	}
+	if cfg.Scenario == scenarioPartitions {
+		k := framework.StartShardedKcp(root)
+		labelShards(root, k)
+		logf("kcp of two shards ready after %s", time.Since(started).Round(time.Second))
+		var runs []*partitionsResult
+		for rep := range cfg.Count {
+			for _, mode := range []string{modeOneAgent, modeTwoPartitions} {
+				runs = append(runs, runPartitions(root, k, cfg, rep+1, mode))
+			}
+		}
+		finish(root, cfg, started, runs, func(w io.Writer) { printPartitions(w, cfg, runs) })
+		return 0
 	}
 	k, err := framework.StartKcp(root.ctx, kcpBin, dir, base, kcpArgs...)
 	root.check(err)

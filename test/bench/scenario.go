@@ -15,6 +15,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -101,6 +102,13 @@ type env struct {
 	onlyLocalWatch bool
 	// bindParallel: workspaces created and bound at once (0: 4).
 	bindParallel int
+	// onShards: consumer workspaces alternate between the two shards of a
+	// sharded kcp (the partitions scenario).
+	onShards bool
+	// sliceRef is the agent's endpoint slice (default: the export's);
+	// extraArgs go to the agent as they are.
+	sliceRef  string
+	extraArgs []string
 
 	kcpKubeconfig string
 	agent         *framework.Agent
@@ -242,7 +250,7 @@ func (e *env) startAgent() {
 		"--kcp-kubeconfig=" + e.kcpKubeconfig,
 		"--kubeconfig=" + e.svc.Kubeconfig,
 		"--namespace=" + framework.AgentNamespace,
-		"--apiexportendpointslice-ref=" + exportName,
+		"--apiexportendpointslice-ref=" + cmp.Or(e.sliceRef, exportName),
 		"--health-address=" + health,
 		"--metrics-address=" + metrics,
 		"--log-format=Console",
@@ -264,6 +272,7 @@ func (e *env) startAgent() {
 			args = append(args, "--patrol-interval="+e.cfg.PatrolInterval)
 		}
 	}
+	args = append(args, e.extraArgs...)
 	if e.au.Profile > 0 || e.au.Pprof {
 		e.pprofAddress = framework.MustFreeAddress(t)
 		args = append(args, "--pprof-address="+e.pprofAddress)
@@ -315,7 +324,13 @@ func (e *env) bindConsumers() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ws := e.k.CreateWorkspace(t, e.org.Path, consumerName(i, e.cfg.Workspaces), "universal")
+			var ws *framework.Workspace
+			if e.onShards {
+				shard := []string{framework.RootShard, framework.SecondShard}[i%2]
+				ws = e.k.CreateWorkspaceOnShard(t, e.org.Path, consumerName(i, e.cfg.Workspaces), "universal", shard)
+			} else {
+				ws = e.k.CreateWorkspace(t, e.org.Path, consumerName(i, e.cfg.Workspaces), "universal")
+			}
 			bind(t, ws, e.org.Path, exp.Spec.PermissionClaims)
 			dyn, err := dynamic.NewForConfig(restConfig(e.k.AdminConfig(ws.Path)))
 			t.check(err)

@@ -72,50 +72,9 @@ func moveShardUnderLoad(t *testing.T, f *framework.Fixture, k *framework.Kcp, ws
 		}
 	}()
 
-	root, err := k.AdminClient("root")
-	framework.Must(t, err, "root client")
-	s := &kcpcorev1alpha1.Shard{}
-	framework.Must(t, root.Get(ctx, types.NamespacedName{Name: framework.SecondShard}, s), "get shard")
-	patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
-	s.Labels["region"] = "eu"
-	framework.Must(t, root.Patch(ctx, s, patch), "relabel shard %s", framework.SecondShard)
-	// kcp's slice controller does not watch shards: a change of the eu
-	// slice makes it list the moved shard there.
-	euSlice := &kcpapisv1alpha1.APIExportEndpointSlice{}
-	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-eu"}, euSlice), "get the eu slice")
-	touch := ctrlruntimeclient.MergeFrom(euSlice.DeepCopy())
-	euSlice.Annotations = map[string]string{"e2e.syncagent.kcp.io/touched": time.Now().Format(time.RFC3339Nano)}
-	framework.Must(t, f.Org.Client.Patch(ctx, euSlice, touch), "touch the eu slice")
-	framework.WaitFor(t, syncTimeout, "both shards in the eu slice", func(ctx context.Context) (bool, error) {
-		s := &kcpapisv1alpha1.APIExportEndpointSlice{}
-		err := f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-eu"}, s)
-		return err == nil && len(s.Status.APIExportEndpoints) == 2, err
-	})
-	// kcp keeps the shard in the us slice (it has bindings).
-	usSlice := &kcpapisv1alpha1.APIExportEndpointSlice{}
-	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: f.Export.Name + "-us"}, usSlice), "get the us slice")
-	if len(usSlice.Status.APIExportEndpoints) != 1 {
-		t.Logf("the us slice lists %d endpoints after the move", len(usSlice.Status.APIExportEndpoints))
-	}
+	relabelShard(t, f, k, framework.SecondShard, "eu")
 
-	// Every endpoint's Lease ends up held by the eu partition.
-	framework.WaitFor(t, 2*syncTimeout, "the eu partition holds every endpoint's Lease", func(ctx context.Context) (bool, error) {
-		leases := &coordinationv1.LeaseList{}
-		if err := f.Service.Client.List(ctx, leases, ctrlruntimeclient.InNamespace(framework.AgentNamespace)); err != nil {
-			return false, err
-		}
-		held := 0
-		for _, l := range leases.Items {
-			if !strings.HasPrefix(l.Name, "endpoint.") {
-				continue
-			}
-			if l.Annotations[keys.HolderPartitionAnnotation] != "eu" {
-				return false, nil
-			}
-			held++
-		}
-		return held == 2, nil
-	})
+	waitEndpointsHeldBy(t, f, "eu", 2*syncTimeout)
 	time.Sleep(3 * time.Second) // a few more Things under the eu agent
 	stopLoad()
 	names := <-created
@@ -159,4 +118,82 @@ func moveShardUnderLoad(t *testing.T, f *framework.Fixture, k *framework.Kcp, ws
 		t.Errorf("the copy %s was rewritten by the move (resourceVersion %s, was %s)", untouched.GetName(), again.GetResourceVersion(), untouched.GetResourceVersion())
 	}
 	return names
+}
+
+// relabelShard moves a shard to the partition of region: kcp's slice
+// controller does not watch shards, so the receiving slice is touched to
+// make kcp list the shard there; kcp keeps it in the giving slice.
+func relabelShard(t *testing.T, f *framework.Fixture, k *framework.Kcp, shard, region string) {
+	t.Helper()
+	ctx := t.Context()
+	root, err := k.AdminClient("root")
+	framework.Must(t, err, "root client")
+	s := &kcpcorev1alpha1.Shard{}
+	framework.Must(t, root.Get(ctx, types.NamespacedName{Name: shard}, s), "get shard")
+	patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
+	s.Labels["region"] = region
+	framework.Must(t, root.Patch(ctx, s, patch), "relabel shard %s", shard)
+	name := f.Export.Name + "-" + region
+	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
+	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, slice), "get slice %s", name)
+	touch := ctrlruntimeclient.MergeFrom(slice.DeepCopy())
+	slice.Annotations = map[string]string{"e2e.syncagent.kcp.io/touched": time.Now().Format(time.RFC3339Nano)}
+	framework.Must(t, f.Org.Client.Patch(ctx, slice, touch), "touch slice %s", name)
+	framework.WaitFor(t, syncTimeout, "both shards in slice "+name, func(ctx context.Context) (bool, error) {
+		s := &kcpapisv1alpha1.APIExportEndpointSlice{}
+		err := f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, s)
+		return err == nil && len(s.Status.APIExportEndpoints) == 2, err
+	})
+}
+
+// waitEndpointsHeldBy waits until the agent of partition holds both
+// shards' endpoint Leases.
+func waitEndpointsHeldBy(t *testing.T, f *framework.Fixture, partition string, timeout time.Duration) {
+	t.Helper()
+	framework.WaitFor(t, timeout, "the "+partition+" partition holds every endpoint's Lease", func(ctx context.Context) (bool, error) {
+		leases := &coordinationv1.LeaseList{}
+		if err := f.Service.Client.List(ctx, leases, ctrlruntimeclient.InNamespace(framework.AgentNamespace)); err != nil {
+			return false, err
+		}
+		held := 0
+		for _, l := range leases.Items {
+			if !strings.HasPrefix(l.Name, "endpoint.") {
+				continue
+			}
+			if l.Annotations[keys.HolderPartitionAnnotation] != partition {
+				return false, nil
+			}
+			held++
+		}
+		return held == 2, nil
+	})
+}
+
+// moveFromKilledAgent kills the eu agent (which serves both shards after
+// moveShardUnderLoad) and moves the root shard to the us partition: the us
+// agent takes the root shard's endpoint once the dead agent's Lease ran
+// out (the us slice lists it last), and the second shard's after the
+// takeover time (the us slice still lists it, but not as its home). The eu
+// workspace's copies survive unchanged and a new Thing there syncs. It
+// returns the eu agent, started again (its finalizer on the
+// PublishedResource is released by it alone).
+func moveFromKilledAgent(t *testing.T, f *framework.Fixture, k *framework.Kcp, ws *framework.Workspace, eu *framework.Agent, euArgs []string) *framework.Agent {
+	t.Helper()
+	ctx := t.Context()
+	before := waitCopies(t, f, ws.ClusterName, 2)
+	eu.Kill()
+	relabelShard(t, f, k, framework.RootShard, "us")
+	waitEndpointsHeldBy(t, f, "us", 3*syncTimeout)
+	framework.Must(t, ws.Client.Create(ctx, newObject(kcpThing, "default", "eu-after-kill", map[string]any{"color": "us"})), "create a Thing after the eu agent was killed")
+	after := waitCopies(t, f, ws.ClusterName, 3)
+	rv := map[string]string{}
+	for _, c := range after {
+		rv[c.GetName()] = c.GetResourceVersion()
+	}
+	for _, c := range before {
+		if rv[c.GetName()] != c.GetResourceVersion() {
+			t.Errorf("the copy %s was rewritten when the us agent took its shard over (resourceVersion %s, was %s)", c.GetName(), rv[c.GetName()], c.GetResourceVersion())
+		}
+	}
+	return framework.StartAgent(t, euArgs...)
 }

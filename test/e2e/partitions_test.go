@@ -65,9 +65,12 @@ const partitionAgent = "things"
 // audit log); each agent elects its leader on a Lease of its own and
 // reports SyncReady.<partition>; Ready counts both. A third agent of the
 // name with publishing on, leading the us partition, publishes nothing
-// and says why. Deleting the PublishedResource releases both shards'
-// objects (each agent its own) before it goes. Not parallel: it starts a
-// sharded kcp.
+// and says why. The second shard then moves to the eu partition under load
+// (moveShardUnderLoad), and the root shard to the us partition while the
+// eu agent is dead (moveFromKilledAgent): every object keeps one copy,
+// untouched copies are not rewritten. Deleting the PublishedResource
+// releases both shards' objects (each agent those of the endpoints it
+// serves) before it goes. Not parallel: it starts a sharded kcp.
 func TestPartitions(t *testing.T) {
 	t.Setenv(framework.EnvServiceAudit, "1")
 	k := framework.StartShardedKcp(t)
@@ -216,15 +219,17 @@ func TestPartitions(t *testing.T) {
 		}
 	}
 
-	// The second shard moves to the eu partition while both run.
+	// The second shard moves to the eu partition while both run; then the
+	// eu agent is killed and the root shard moves to the us partition.
 	moved := moveShardUnderLoad(t, f, k, consumers["us"], 3)
+	eu = moveFromKilledAgent(t, f, k, consumers["eu"], eu, args("eu"))
 
 	// Deleting the PublishedResource: each agent releases the objects of
 	// the shards whose endpoints it serves (the eu agent both now) and
 	// removes its own finalizer; then it goes.
 	framework.Must(t, f.Service.Client.Delete(ctx, thingsPR()), "delete PublishedResource things")
 	for region, ws := range consumers {
-		waitThingsReleased(t, ws, map[string]int{"eu": 2, "us": 3 + len(moved)}[region], syncTimeout)
+		waitThingsReleased(t, ws, map[string]int{"eu": 3, "us": 3 + len(moved)}[region], 2*syncTimeout)
 	}
 	waitGone(t, f.Service.Client, &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "things"}}, "the PublishedResource")
 
@@ -248,19 +253,16 @@ func TestPartitions(t *testing.T) {
 		for _, c := range items {
 			copies++
 			object := "things.example.com " + c.GetNamespace() + "/" + c.GetName()
-			// The us shard's copies from before the move were written by
-			// the us agent, then (release, the spec change) by the eu
-			// agent; none by any other.
-			want := map[string]bool{"syncagent.things." + region: true}
-			if region == "us" {
-				want["syncagent.things.eu"] = true
-			}
+			// Both shards moved: each copy was written by one partition's
+			// agent, then by the other's; none by any other replica (no
+			// write without a Lease).
+			want := map[string]bool{"syncagent.things.eu": true, "syncagent.things.us": true}
 			if got := writers[object]; !isSubset(got, want) || len(got) == 0 {
 				t.Errorf("%s (workspace of the %s shard) was written by the replicas of %v, want some of %v", object, region, got, want)
 			}
 		}
 	}
-	if want := 5 + len(moved); copies != want {
+	if want := 6 + len(moved); copies != want {
 		t.Errorf("%d local copies after the release, want the %d (a release keeps them)", copies, want)
 	}
 }
