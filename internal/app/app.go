@@ -152,6 +152,8 @@ func syncOptions(deps *Deps) syncmanager.Options {
 		Leases:    deps.Leases,
 		Identity:  deps.Identity,
 
+		LeaderElection: deps.Options.EnableLeaderElection,
+
 		StateSweepInterval:      deps.Options.StateSweepInterval,
 		SweepUnbound:            deps.Options.SweepUnboundWorkspaces,
 		DeleteCreatedNamespaces: deps.Options.DeleteCreatedNamespaces,
@@ -369,8 +371,17 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	// The endpoints' Leases (an agent of a partition) have a rate limit of
+	// their own, as the leader Lease does; their writes pass the leader
+	// fence (the config is svcCfg's).
+	endpointLeaseCfg := rest.CopyConfig(svcCfg)
+	limit(endpointLeaseCfg, endpointLeaseCfg.QPS, endpointLeaseCfg.Burst)
+	endpointLeases, err := kubernetes.NewForConfig(endpointLeaseCfg)
+	if err != nil {
+		return fmt.Errorf("failed to create the endpoint Lease client: %w", err)
+	}
 	deps := &Deps{Options: o, Target: target, KcpClient: kcpClient, ExportClient: exportClient, Resolver: resolver,
-		Identity: identity, Leases: svcClientset.CoordinationV1()}
+		Identity: identity, Leases: endpointLeases.CoordinationV1()}
 	for _, c := range controllers {
 		if !o.IsControllerEnabled(c.Name) {
 			if c.Disabled == nil {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,6 +47,12 @@ type Config struct {
 	// the margin for writes in flight); RetryPeriod: between two steps.
 	RenewDeadline, RetryPeriod time.Duration
 	Log                        logr.Logger
+	// Key, if set, maps an endpoint's URL to the one its Lease is named
+	// after (the slice's, before --endpoint-url-rewrite).
+	Key func(url string) string
+	// Keep, if set, says that this agent owes a release on an endpoint
+	// it serves: it does not give the endpoint up for a handover yet.
+	Keep func(url string) bool
 	// Serve starts serving an endpoint whose writes pass f; Stop stops
 	// serving it and returns once nothing works on it any more. Changed
 	// says that the endpoints served changed. None of them may block on a
@@ -61,8 +68,12 @@ const requestTimeout = 5 * time.Second
 // claim is one endpoint's: its state is the goroutine's (run), but listed,
 // which Claims sets.
 type claim struct {
-	cfg   *Config
-	url   string
+	cfg *Config
+	url string
+	// key is the endpoint's URL as the slice lists it (url may be
+	// rewritten): it names the Lease, so that agents with different
+	// rewrites still meet on one.
+	key   string
 	name  string
 	fence *fence.Fence
 	log   logr.Logger
@@ -78,6 +89,10 @@ type claim struct {
 	renewed time.Time
 	// state: where the last step left the agent with the endpoint.
 	state State
+	// goneHolder: the holder named by the Lease before it was deleted.
+	goneHolder string
+	// holderPartition: the holder's partition after the last step.
+	holderPartition string
 }
 
 // step reads the Lease, decides and acts once; it reports whether the
@@ -100,15 +115,27 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 	}
 	now := time.Now()
 	if seen := seenKey(lease, exists); seen != c.seen || c.observed.IsZero() {
+		if !exists && c.seen != "" {
+			c.goneHolder = strings.SplitN(c.seen, "@", 2)[0]
+		}
 		c.seen, c.observed = seen, now
 	}
 	listed := c.listed()
-	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed}, c.cfg.Timing)
+	if !exists && listed && c.goneHolder != "" && c.goneHolder != c.cfg.Identity && now.Sub(c.observed) < c.cfg.Timing.LeaseDuration {
+		// Deleted while another agent held it: that agent's fence may be
+		// open for a while yet.
+		c.checkFence()
+		return false, nil
+	}
+	keep := c.cfg.Keep != nil && c.cfg.Keep(c.url)
+	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed, Keep: keep}, c.cfg.Timing)
 	if d.Yield || c.serving && !d.Serve {
 		c.stopServing("given up")
 		// Writes under the fence are cut within RenewDeadline of the
-		// last renewal: only then may another agent take the endpoint.
-		if wait := time.Until(c.renewed.Add(c.cfg.RenewDeadline)); wait > 0 && !sleep(ctx, wait) {
+		// last renewal, and bytes already sent by then arrive well within
+		// LeaseDuration (the margin an expired Lease gives too): only then
+		// may another agent take the endpoint.
+		if wait := time.Until(c.renewed.Add(c.cfg.Timing.LeaseDuration)); wait > 0 && !sleep(ctx, wait) {
 			return true, nil
 		}
 	}
@@ -142,6 +169,7 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		}
 	}
 	c.checkFence()
+	c.holderPartition = d.Record.HolderPartition
 	switch {
 	case c.serving:
 		c.state = Serving
@@ -187,15 +215,18 @@ func (c *claim) write(ctx context.Context, lease *coordinationv1.Lease, exists b
 	if err != nil {
 		return err
 	}
-	lease.Annotations[keys.EndpointURLAnnotation] = c.url
+	lease.Annotations[keys.EndpointURLAnnotation] = c.key
 	lease.Annotations[keys.ListingsAnnotation] = string(listings)
 	setOrDelete(lease.Annotations, keys.HolderPartitionAnnotation, rec.HolderPartition)
 	setOrDelete(lease.Annotations, keys.HandoverToAnnotation, rec.HandoverTo)
 	holder := lease.Spec.HolderIdentity
 	lease.Spec.HolderIdentity = ptr.To(rec.Holder)
 	lease.Spec.LeaseDurationSeconds = ptr.To(max(1, int32(c.cfg.Timing.LeaseDuration/time.Second)))
-	if rec.Holder != "" || holder != nil && *holder != "" {
-		// The holder's heartbeat (and a release): others count from it.
+	if rec.Holder == c.cfg.Identity || ptr.Deref(holder, "") == c.cfg.Identity {
+		// This agent's heartbeat, or its release: others count from it.
+		// Another agent's write (a listing, a handover asked) leaves the
+		// holder's renew time as it is, so a dead holder is not kept
+		// alive by it.
 		now := metav1.NewMicroTime(time.Now())
 		lease.Spec.RenewTime = &now
 		if holder == nil || *holder != rec.Holder {

@@ -48,8 +48,16 @@ type Claims struct {
 }
 
 type entry struct {
-	listed bool // guarded by Claims.mu
-	state  State
+	listed bool // guarded by Claims.mu, as status
+	status Status
+}
+
+// Status is where the agent stands with one endpoint.
+type Status struct {
+	State State
+	// HolderPartition: the partition whose agent holds the Lease
+	// (Elsewhere).
+	HolderPartition string
 }
 
 // New returns the claims of an agent; they run until ctx ends.
@@ -71,39 +79,32 @@ func (c *Claims) Set(urls []string) {
 		}
 		e := &entry{listed: true}
 		c.claims[u] = e
-		go c.run(u, e)
+		key := u
+		if c.cfg.Key != nil {
+			key = c.cfg.Key(u)
+		}
+		go c.run(u, key, e)
 	}
 }
 
 // States is where the agent stands with each endpoint it claims.
-func (c *Claims) States() map[string]State {
+func (c *Claims) States() map[string]Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[string]State, len(c.claims))
+	out := make(map[string]Status, len(c.claims))
 	for u, e := range c.claims {
-		out[u] = e.state
+		out[u] = e.status
 	}
 	return out
 }
 
-// Served is the sorted URLs of the endpoints the agent serves.
-func (c *Claims) Served() []string {
-	var out []string
-	for u, s := range c.States() {
-		if s == Serving {
-			out = append(out, u)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (c *Claims) run(url string, e *entry) {
+func (c *Claims) run(url, key string, e *entry) {
 	log := c.cfg.Log.WithValues("url", url)
 	cl := &claim{
 		cfg:   &c.cfg,
 		url:   url,
-		name:  keys.EndpointLease(c.cfg.AgentName, url),
+		key:   key,
+		name:  keys.EndpointLease(c.cfg.AgentName, key),
 		fence: fence.NewEndpoint(c.cfg.RenewDeadline, log.WithName("fence")),
 		log:   log,
 		listed: func() bool {
@@ -123,7 +124,7 @@ func (c *Claims) run(url string, e *entry) {
 			lastErr = ""
 		}
 		c.mu.Lock()
-		e.state = cl.state
+		e.status = Status{State: cl.state, HolderPartition: cl.holderPartition}
 		if done && !e.listed {
 			delete(c.claims, url)
 			c.mu.Unlock()

@@ -111,7 +111,7 @@ func TestClaimsHandOver(t *testing.T) {
 	eu := New(ctx, s.config("eu", leases))
 	eu.Set([]string{url})
 	s.waitFor(t, "eu", 2*time.Second)
-	if got := eu.States()[url]; got != Serving {
+	if got := eu.States()[url].State; got != Serving {
 		t.Fatalf("eu's state = %v, want Serving", got)
 	}
 
@@ -120,7 +120,7 @@ func TestClaimsHandOver(t *testing.T) {
 	us.Set([]string{url}) // the shard moved: kcp lists it in both slices
 	s.waitFor(t, "us", 3*time.Second)
 	time.Sleep(100 * time.Millisecond)
-	if got := eu.States()[url]; got != Elsewhere {
+	if got := eu.States()[url].State; got != Elsewhere {
 		t.Fatalf("eu's state after the move = %v, want Elsewhere", got)
 	}
 

@@ -80,6 +80,9 @@ type View struct {
 	Partition, Identity string
 	// Listed: this agent's endpoint slice lists the endpoint.
 	Listed bool
+	// Keep: this agent must not give the endpoint up for a handover yet
+	// (a release it owes on the endpoint is under way).
+	Keep bool
 }
 
 // Timing is how long a holder counts as alive without renewing.
@@ -90,6 +93,11 @@ type Timing struct {
 	// TakeoverAfter (longer): after it, a partition that lists the
 	// endpoint but is not its home takes it too (the home agent is down).
 	TakeoverAfter time.Duration
+	// SamePartitionAtOnce: the holder's partition's leader Lease fences
+	// an earlier holder of the same partition, so the current leader takes
+	// its Lease at once (leader election on); otherwise it waits
+	// LeaseDuration like for any other holder.
+	SamePartitionAtOnce bool
 }
 
 // Decision is what to do next.
@@ -122,7 +130,7 @@ func Decide(v View, t Timing) Decision {
 	home := rec.Home()
 	switch {
 	case v.Exists && rec.Holder == v.Identity:
-		asked := rec.HandoverTo != "" && rec.HandoverTo != v.Partition && rec.HandoverTo == home
+		asked := rec.HandoverTo != "" && rec.HandoverTo != v.Partition && rec.HandoverTo == home && !v.Keep
 		if !v.Listed || asked {
 			rec.Holder, rec.HolderPartition = "", ""
 			return Decision{Write: true, Record: rec, Yield: true}
@@ -136,7 +144,7 @@ func Decide(v View, t Timing) Decision {
 			return Decision{Delete: true}
 		}
 		return Decision{Write: v.Exists && listed, Record: rec}
-	case rec.Holder != "" && rec.HolderPartition == v.Partition:
+	case rec.Holder != "" && rec.HolderPartition == v.Partition && t.SamePartitionAtOnce:
 		// An earlier leader of this partition: the partition's leader
 		// Lease fences it, so this one takes over at once.
 		return acquire(rec, v)
@@ -147,8 +155,9 @@ func Decide(v View, t Timing) Decision {
 	}
 	switch {
 	case rec.Holder != "" && v.Unchanged < alive:
-		// Another partition's agent serves it.
-		if home == v.Partition && rec.HandoverTo != v.Partition {
+		// Another partition's agent serves it (or, without leader
+		// election, another process of this partition).
+		if home == v.Partition && rec.HandoverTo != v.Partition && rec.HolderPartition != v.Partition {
 			rec.HandoverTo = v.Partition
 			listed = true
 		}
@@ -163,11 +172,11 @@ func Decide(v View, t Timing) Decision {
 	return acquire(rec, v)
 }
 
+// acquire takes the Lease; a handover asked of an earlier holder is void
+// (the home asks again if it is alive).
 func acquire(rec Record, v View) Decision {
 	rec.Holder, rec.HolderPartition = v.Identity, v.Partition
-	if rec.HandoverTo == v.Partition {
-		rec.HandoverTo = ""
-	}
+	rec.HandoverTo = ""
 	return Decision{Write: true, Record: rec, Serve: true}
 }
 

@@ -23,7 +23,7 @@ import (
 // TestDecide: each state of an endpoint's Lease, as one agent sees it, and
 // what that agent does.
 func TestDecide(t *testing.T) {
-	timing := Timing{LeaseDuration: 15 * time.Second, TakeoverAfter: time.Minute}
+	timing := Timing{LeaseDuration: 15 * time.Second, TakeoverAfter: time.Minute, SamePartitionAtOnce: true}
 	eu := func(listed bool, unchanged time.Duration, rec Record, exists bool) View {
 		return View{Exists: exists, Record: rec, Unchanged: unchanged, Partition: "eu", Identity: "eu-1", Listed: listed}
 	}
@@ -53,6 +53,10 @@ func TestDecide(t *testing.T) {
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}}},
 		{"held, asked by a partition that is not the home: renew", eu(true, time.Second, Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 2, "us", 1)}, true),
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 2, "us", 1)}}},
+		{"held, asked by the home, a release on it under way: renew", View{Exists: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Keep: true},
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
+		{"held, no longer listed, a release under way: yield all the same (kcp lists a shard while it has bindings)", View{Exists: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Keep: true},
+			Decision{Write: true, Yield: true, Record: Record{Listings: l()}}},
 		{"held by an earlier leader of this partition: take it at once", eu(true, time.Second, Record{Holder: "eu-0", HolderPartition: "eu", Listings: l("eu", 1)}, true),
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
 		{"held by another partition, newly listed here: record the listing, ask for it", eu(true, time.Second, Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 1)}, true),
@@ -70,7 +74,7 @@ func TestDecide(t *testing.T) {
 		{"given up for another partition: wait", eu(true, 20*time.Second, Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, true),
 			Decision{Record: Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
 		{"given up for another partition that did not take it: take it", eu(true, 61*time.Second, Record{HandoverTo: "us", Listings: l("eu", 1, "us", 2)}, true),
-			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", HandoverTo: "us", Listings: l("eu", 1, "us", 2)}}},
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1, "us", 2)}}},
 		{"free, the home is another partition: give it the lease duration", eu(true, 5*time.Second, Record{Listings: l("eu", 1, "us", 2)}, true),
 			Decision{Record: Record{Listings: l("eu", 1, "us", 2)}}},
 		{"free, the home is another partition that did not take it: take it", eu(true, 16*time.Second, Record{Listings: l("eu", 1, "us", 2)}, true),
@@ -111,5 +115,19 @@ func TestHome(t *testing.T) {
 		if got := (Record{Listings: tt.listings}).Home(); got != tt.want {
 			t.Errorf("Home(%v) = %q, want %q", tt.listings, got, tt.want)
 		}
+	}
+}
+
+// TestDecideWithoutLeaderElection: without leader election an earlier
+// holder of the same partition may still run (two processes of one
+// partition), so its Lease is taken only once it stopped renewing.
+func TestDecideWithoutLeaderElection(t *testing.T) {
+	timing := Timing{LeaseDuration: 15 * time.Second, TakeoverAfter: time.Minute}
+	rec := Record{Holder: "eu-0", HolderPartition: "eu", Listings: map[string]int64{"eu": 1}}
+	if d := Decide(View{Exists: true, Record: rec, Unchanged: 5 * time.Second, Partition: "eu", Identity: "eu-1", Listed: true}, timing); d.Serve || d.Write {
+		t.Errorf("a live holder of the same partition lost its Lease: %+v", d)
+	}
+	if d := Decide(View{Exists: true, Record: rec, Unchanged: 16 * time.Second, Partition: "eu", Identity: "eu-1", Listed: true}, timing); !d.Serve {
+		t.Errorf("a holder of the same partition that stopped renewing kept its Lease: %+v", d)
 	}
 }

@@ -683,8 +683,10 @@ func (p *pass) trace(ctx context.Context, res reconcile.Result, err, cause error
 }
 
 func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *pass) (reconcile.Result, error) {
-	run := ctx
 	engaged, ok := r.workspaces.workspace(req.ClusterName)
+	// The run context carries the endpoint's fence too: a pass that fails
+	// while it is closed reports nothing (lifecycle.Quiet).
+	run := fence.WithEndpoint(ctx, engaged.Fence)
 	if !ok {
 		// The workspace is gone (unbound); nothing to do.
 		r.imports.notEngaged(ctx, req)
@@ -700,7 +702,7 @@ func (r *reconciler) reconcile(ctx context.Context, req mcreconcile.Request, p *
 		// once the endpoint lists the type.
 		return reconcile.Result{RequeueAfter: notRegisteredRequeue}, nil
 	}
-	ctx, cancel := context.WithTimeout(fence.WithEndpoint(ctx, engaged.Fence), reconcileTimeout)
+	ctx, cancel := context.WithTimeout(run, reconcileTimeout)
 	defer cancel()
 	cl := engaged.Cluster
 	kcpClient := r.workspaces.reads(engaged)

@@ -160,9 +160,11 @@ type Options struct {
 	// Leases reads and writes the endpoints' Leases in Namespace, and
 	// Identity names this replica in them: an agent of a partition serves
 	// only the endpoints whose Leases it holds (internal/endpointlease).
-	// Required with a Partition.
-	Leases   coordinationv1client.LeasesGetter
-	Identity string
+	// Required with a Partition. LeaderElection: the replicas elect a
+	// leader (an earlier leader's endpoint Leases are taken at once).
+	Leases         coordinationv1client.LeasesGetter
+	Identity       string
+	LeaderElection bool
 	// ReleaseOnly: the sync controller is disabled (--disabled-controllers
 	// sync). No PublishedResource is synced; each that carries the agent's
 	// release finalizer (it synced it before) is released as when
@@ -211,8 +213,13 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards notServed, releasing, conflictReleased, released, earlierDone, warned and failed.
+	// servedMu guards notServed, releasing, conflictReleased, released, earlierDone, warned, failed, listedAs and owing.
 	servedMu sync.Mutex
+	// listedAs maps an endpoint's URL (rewritten) to the slice's; owing
+	// holds the PublishedResources this agent of a partition is releasing
+	// while its finalizer is on them (see partition.go).
+	listedAs map[string]string
+	owing    map[string]bool
 	// kcpTypes remembers the related types found on an endpoint.
 	kcpTypes typeCache
 	// notServed counts consecutive "not served" answers per PublishedResource.
@@ -302,7 +309,8 @@ func Add(mgr manager.Manager, opts Options) error {
 		f.claimConfig = &endpointlease.Config{
 			Leases: opts.Leases, Namespace: opts.Namespace, AgentName: opts.AgentName,
 			Partition: opts.Partition, Identity: opts.Identity,
-			Timing:        endpointlease.Timing{LeaseDuration: endpointLeaseDuration, TakeoverAfter: endpointTakeoverAfter},
+			Timing: endpointlease.Timing{LeaseDuration: endpointLeaseDuration, TakeoverAfter: endpointTakeoverAfter,
+				SamePartitionAtOnce: opts.LeaderElection},
 			RenewDeadline: endpointRenewDeadline, RetryPeriod: endpointRetryPeriod,
 			Log: log.WithName("endpoint-lease"),
 		}
@@ -422,6 +430,9 @@ func Add(mgr manager.Manager, opts Options) error {
 		prEvents:         mgr.GetEventRecorderFor(ControllerName),
 		review:           requestReviewer(metadataClient),
 		failed:           map[string]endpointFailure{},
+	}
+	if f.claimConfig != nil {
+		f.claimConfig.Key, f.claimConfig.Keep = r.listedURL, r.owesRelease
 	}
 
 	r.endpointClients = r.newEndpointClient
@@ -636,16 +647,18 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.fleet.SetEndpoints(listed); err != nil {
 		return reconcile.Result{}, err
 	}
-	// An agent of a partition syncs and releases only the endpoints whose
-	// Leases it holds; a release waits while one's is undecided.
-	urls, pending := r.servedOf(listed)
 
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.setOwing(req.Name, false)
 			// Gone: released before (see finalize), or deleted without our
 			// finalizer (the agent may not patch PublishedResources): then
 			// one pass releases what its controller synced.
+			urls, pending := r.servedOf(listed, nil)
+			if pending {
+				return reconcile.Result{RequeueAfter: endpointLeasePending}, nil
+			}
 			r.releaseStopped(ctx, req.Name, urls)
 			metrics.ForgetPublishedResource(req.Name)
 			return reconcile.Result{}, nil
@@ -658,14 +671,22 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// objects are released before our finalizer on it goes. Another
 		// agent that selects it adds its own finalizers and removes none
 		// of ours.
+		// While this agent's finalizer is on it, the endpoints it serves
+		// stay its own (no handover) until it released them.
+		r.setOwing(pr.Name, r.hasReleaseFinalizer(pr))
+		urls, pending := r.servedOf(listed, pr)
 		if pending {
 			return reconcile.Result{RequeueAfter: endpointLeasePending}, nil
 		}
 		return r.finalize(ctx, pr, urls)
 	}
+	r.setOwing(pr.Name, false)
 	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
 		return res, err
 	}
+	// An agent of a partition syncs only the endpoints whose Leases it
+	// holds.
+	urls, _ := r.servedOf(listed, nil)
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
 	if lifecycle.Fenced(ctx, err) {
@@ -892,6 +913,9 @@ func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alp
 	err := r.client.Patch(ctx, pr, patch)
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
+		if !want {
+			r.setOwing(pr.Name, false)
+		}
 		return reconcile.Result{}, nil
 	case apierrors.IsConflict(err):
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
@@ -1177,7 +1201,16 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("%w: APIExportEndpointSlice %s names Partition %q, this agent serves %q (read at start); restart it", errPartitionChanged, slice.Name, slice.Spec.Partition, r.Partition)
 	case err == nil:
 		for _, e := range slice.Status.APIExportEndpoints {
-			urls = append(urls, r.Target.EndpointRewrites.Apply(e.URL))
+			u := r.Target.EndpointRewrites.Apply(e.URL)
+			urls = append(urls, u)
+			if u != e.URL {
+				r.servedMu.Lock()
+				if r.listedAs == nil {
+					r.listedAs = map[string]string{}
+				}
+				r.listedAs[u] = e.URL
+				r.servedMu.Unlock()
+			}
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("failed to get APIExportEndpointSlice %s: %w", r.Target.EndpointSliceName, err)

@@ -228,7 +228,9 @@ func (f *fleet) Start(ctx context.Context) error {
 	if f.claimConfig != nil {
 		cfg := *f.claimConfig
 		cfg.Serve, cfg.Stop = f.serveEndpoint, f.stopServingEndpoint
-		cfg.Changed = func() { f.changed("") }
+		// The list of every PublishedResource must not hold up the claim
+		// (its next renewal).
+		cfg.Changed = func() { go f.changed("") }
 		f.claims = endpointlease.New(ctx, cfg)
 	}
 	f.events = kcpevents.New(f.scheme, func(workspace string) ctrlruntimeclient.Client {
@@ -402,6 +404,15 @@ func (f *fleet) endpointFence(u string) *fence.Fence {
 	return fence.NewEndpoint(time.Nanosecond, f.log)
 }
 
+// servesWorkspace is nil without a partition; with one, it tells the
+// workspaces engaged by the endpoints this agent serves.
+func (f *fleet) servesWorkspace() func(cluster string) bool {
+	if f.claimConfig == nil {
+		return nil
+	}
+	return func(cluster string) bool { return f.engagedCluster(cluster) != nil }
+}
+
 // disconnect ends the connection to an endpoint (f.provMu held).
 func (f *fleet) disconnect(u string) {
 	ep, ok := f.providers[u]
@@ -571,7 +582,13 @@ func (f *fleet) workspace(ctx context.Context, name string, cl cluster.Cluster) 
 				}}
 		}
 	}
-	return syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: cl.GetCache()}
+	ws := syncctrl.Workspace{Name: name, Cluster: cl, Endpoint: cl.GetCache()}
+	if f.claimConfig != nil {
+		// No endpoint this agent serves knows it (it was disconnected
+		// meanwhile): nothing may be written for it.
+		ws.Fence = fence.NewEndpoint(time.Nanosecond, f.log)
+	}
+	return ws
 }
 
 // Ensure runs exactly one controller for the PublishedResource and returns

@@ -16,6 +16,7 @@ package syncmanager
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -76,23 +77,66 @@ func (r *reconciler) partitionChanged(ctx context.Context, name string, cause er
 }
 
 // servedOf is, of the endpoints the slice lists, those this agent serves,
-// and whether any is still pending: neither served here nor held by another
-// partition's agent (which releases what it serves). Without a partition
-// the agent serves every endpoint listed.
-func (r *reconciler) servedOf(listed []string) (urls []string, pending bool) {
+// and whether a release must wait (pending): an endpoint's Lease is not
+// decided yet, or, for the release of pr, another partition's agent holds
+// it but has no finalizer on pr any more (it released before it took the
+// endpoint over; this agent releases it once the Lease comes back). Without
+// a partition the agent serves every endpoint listed.
+func (r *reconciler) servedOf(listed []string, pr *syncagentv1alpha1.PublishedResource) (urls []string, pending bool) {
 	if r.fleet == nil || r.fleet.claims == nil {
 		return listed, false
 	}
-	states := r.fleet.claims.States()
+	return servedAmong(listed, r.fleet.claims.States(), pr, r.AgentName)
+}
+
+func servedAmong(listed []string, states map[string]endpointlease.Status, pr *syncagentv1alpha1.PublishedResource, agentName string) (urls []string, pending bool) {
 	for _, u := range listed {
-		switch states[u] {
-		case endpointlease.Serving:
+		st := states[u]
+		switch {
+		case st.State == endpointlease.Serving:
 			urls = append(urls, u)
-		case endpointlease.Pending:
+		case st.State == endpointlease.Pending:
+			pending = true
+		case pr != nil && !slices.Contains(pr.Finalizers, keys.ReleaseFinalizerIn(agentName, st.HolderPartition)):
 			pending = true
 		}
 	}
 	return urls, pending
+}
+
+// setOwing records whether this agent is releasing a PublishedResource
+// whose finalizer of this partition is still on it.
+func (r *reconciler) setOwing(name string, owing bool) {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	if owing {
+		if r.owing == nil {
+			r.owing = map[string]bool{}
+		}
+		r.owing[name] = true
+	} else {
+		delete(r.owing, name)
+	}
+}
+
+// owesRelease: while a release of this agent is under way, the endpoints
+// it serves are not handed over (the agent that takes one would not
+// release it: its own release may be over).
+func (r *reconciler) owesRelease(string) bool {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	return len(r.owing) > 0
+}
+
+// listedURL is the URL the slice lists for an endpoint (before
+// --endpoint-url-rewrite): the endpoint's Lease is named after it.
+func (r *reconciler) listedURL(url string) string {
+	r.servedMu.Lock()
+	defer r.servedMu.Unlock()
+	if raw, ok := r.listedAs[url]; ok {
+		return raw
+	}
+	return url
 }
 
 // endpointLeasePending is how long a release waits before it looks again

@@ -17,6 +17,7 @@ package syncmanager
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -31,7 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/conditions"
+	"github.com/kcp-syncagent/api-syncagent/internal/endpointlease"
 	"github.com/kcp-syncagent/api-syncagent/internal/kcp"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	syncagentv1alpha1 "github.com/kcp-syncagent/api-syncagent/sdk/apis/syncagent/v1alpha1"
 )
 
@@ -69,5 +72,35 @@ func TestPartitionChangedServesNothing(t *testing.T) {
 	cond := apimeta.FindStatusCondition(got.Status.Conditions, conditions.SyncReadyType("us"))
 	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != syncagentv1alpha1.ReasonPartitionChanged {
 		t.Errorf("SyncReady.us = %+v, want False/PartitionChanged", cond)
+	}
+}
+
+// TestServedAmong: an agent of a partition syncs and releases the
+// endpoints it serves; a release waits for an endpoint whose Lease is not
+// decided, and for one another partition's agent holds without a
+// finalizer on the PublishedResource (that agent will not release it).
+func TestServedAmong(t *testing.T) {
+	listed := []string{"https://a", "https://b", "https://c"}
+	withUS := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{keys.ReleaseFinalizerIn("x", "us")}}}
+	withoutUS := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{keys.ReleaseFinalizerIn("x", "eu")}}}
+	serving := endpointlease.Status{State: endpointlease.Serving}
+	elsewhere := endpointlease.Status{State: endpointlease.Elsewhere, HolderPartition: "us"}
+	tests := []struct {
+		name        string
+		states      map[string]endpointlease.Status
+		pr          *syncagentv1alpha1.PublishedResource
+		wantURLs    []string
+		wantPending bool
+	}{
+		{"sync: served ones only", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere}, nil, []string{"https://a"}, true},
+		{"release: the holder's finalizer is on it", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere, "https://c": elsewhere}, withUS, []string{"https://a"}, false},
+		{"release: the holder released already", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere, "https://c": serving}, withoutUS, []string{"https://a", "https://c"}, true},
+		{"release: not decided yet", map[string]endpointlease.Status{"https://a": serving, "https://b": serving}, withUS, []string{"https://a", "https://b"}, true},
+	}
+	for _, tt := range tests {
+		urls, pending := servedAmong(listed, tt.states, tt.pr, "x")
+		if !slices.Equal(urls, tt.wantURLs) || pending != tt.wantPending {
+			t.Errorf("%s: (%v, %v), want (%v, %v)", tt.name, urls, pending, tt.wantURLs, tt.wantPending)
+		}
 	}
 }

@@ -87,9 +87,12 @@ type release struct {
 	// resourceOf finds the resource of a kind on an endpoint (false if the
 	// endpoint does not serve it).
 	resourceOf func(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
-	// fenceOf is the fence of an endpoint's writes (nil: none).
-	fenceOf func(url string) *fence.Fence
-	state   *state.Store
+	// fenceOf is the fence of an endpoint's writes (nil: none);
+	// servesWorkspace, if set (an agent of a partition), tells the
+	// workspaces of the endpoints this agent serves.
+	fenceOf         func(url string) *fence.Fence
+	servesWorkspace func(cluster string) bool
+	state           *state.Store
 	// fin are the agent's finalizers.
 	fin finalizer.Of
 	// event records an Event on an object of an engaged workspace.
@@ -332,6 +335,12 @@ func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) err
 			// record is the other agent's.
 			continue
 		}
+		if rel.servesWorkspace != nil && !rel.servesWorkspace(rec.Cluster) {
+			// A workspace of an endpoint another partition's agent serves
+			// (or of none this agent serves now): its record is that
+			// agent's to release.
+			continue
+		}
 		if err := rel.state.DeleteRelated(ctx, rec.SecretName); err != nil {
 			errs = append(errs, err)
 		}
@@ -519,7 +528,7 @@ func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alph
 // into progress (nil: not counted).
 func (r *reconciler) newRelease(urls []string, progress *releaseProgress) *release {
 	return &release{urls: urls, clients: r.endpointClients, served: r.servedResource, resourceOf: r.resourceOfKind,
-		fenceOf: r.fleet.endpointFence, state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
+		fenceOf: r.fleet.endpointFence, servesWorkspace: r.fleet.servesWorkspace(), state: r.fleet.state, fin: finalizer.For(r.AgentName), event: r.fleet.releaseEvent, progress: progress}
 }
 
 // inUseElsewhere reports whether another selected PublishedResource syncs
