@@ -30,6 +30,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 )
 
 // Config is what the claims of one agent share.
@@ -50,9 +51,9 @@ type Config struct {
 	// Key, if set, maps an endpoint's URL to the one its Lease is named
 	// after (the slice's, before --endpoint-url-rewrite).
 	Key func(url string) string
-	// Keep, if set, says that this agent owes a release on an endpoint
-	// it serves: it does not give the endpoint up for a handover yet.
-	Keep func(url string) bool
+	// Frozen, if set, says that a release is under way: no endpoint
+	// changes hands (see View.Frozen).
+	Frozen func() bool
 	// Serve starts serving an endpoint whose writes pass f; Stop stops
 	// serving it and returns once nothing works on it any more. Changed
 	// says that the endpoints served changed. None of them may block on a
@@ -93,6 +94,9 @@ type claim struct {
 	goneHolder string
 	// holderPartition: the holder's partition after the last step.
 	holderPartition string
+	// published, if set, makes the state known at once (Claims.States)
+	// when the agent stops serving, before the step ends.
+	published func(Status)
 }
 
 // step reads the Lease, decides and acts once; it reports whether the
@@ -127,16 +131,20 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		c.checkFence()
 		return false, nil
 	}
-	keep := c.cfg.Keep != nil && c.cfg.Keep(c.url)
-	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed, Keep: keep}, c.cfg.Timing)
+	frozen := c.cfg.Frozen != nil && c.cfg.Frozen()
+	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed, Frozen: frozen}, c.cfg.Timing)
 	if d.Yield || c.serving && !d.Serve {
 		c.stopServing("given up")
 		// Writes under the fence are cut within RenewDeadline of the
 		// last renewal, and bytes already sent by then arrive well within
 		// LeaseDuration (the margin an expired Lease gives too): only then
-		// may another agent take the endpoint.
-		if wait := time.Until(c.renewed.Add(c.cfg.Timing.LeaseDuration)); wait > 0 && !sleep(ctx, wait) {
-			return true, nil
+		// may another agent take the endpoint. What holds by then is
+		// decided again (a release may have started meanwhile).
+		if wait := time.Until(c.renewed.Add(c.cfg.Timing.LeaseDuration)); wait > 0 {
+			if !sleep(ctx, wait) {
+				return true, nil
+			}
+			return false, nil
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -146,6 +154,9 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		err = leases.Delete(wctx, c.name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &lease.ResourceVersion}})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return false, fmt.Errorf("failed to delete the endpoint's Lease %s: %w", c.name, err)
+		}
+		if err == nil {
+			metrics.EndpointLeaseWrites.Inc()
 		}
 		return err == nil || apierrors.IsNotFound(err), nil
 	case d.Write:
@@ -157,12 +168,14 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 			}
 			return false, fmt.Errorf("failed to write the endpoint's Lease %s: %w", c.name, err)
 		}
+		metrics.EndpointLeaseWrites.Inc()
 		if d.Serve {
 			c.fence.Written(sent, true)
 			c.renewed = sent
 			if !c.serving {
 				c.serving = true
 				c.log.Info("Serving the endpoint: this agent holds its Lease", "lease", c.name)
+				metrics.EndpointHandovers.WithLabelValues("taken").Inc()
 				c.cfg.Serve(c.url, c.fence)
 				c.cfg.Changed()
 			}
@@ -197,7 +210,11 @@ func (c *claim) stopServing(why string) {
 	}
 	c.serving = false
 	c.state = Pending
+	if c.published != nil {
+		c.published(Status{State: Pending})
+	}
 	c.log.Info("Not serving the endpoint any more", "lease", c.name, "reason", why)
+	metrics.EndpointHandovers.WithLabelValues("given").Inc()
 	c.cfg.Stop(c.url)
 	c.cfg.Changed()
 }

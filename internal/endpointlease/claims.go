@@ -21,6 +21,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
+	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 )
 
 // State is where an agent stands with an endpoint.
@@ -112,6 +113,12 @@ func (c *Claims) run(url, key string, e *entry) {
 			defer c.mu.Unlock()
 			return e.listed
 		},
+		published: func(st Status) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			e.status = st
+			c.count()
+		},
 	}
 	lastErr := ""
 	for {
@@ -125,8 +132,10 @@ func (c *Claims) run(url, key string, e *entry) {
 		}
 		c.mu.Lock()
 		e.status = Status{State: cl.state, HolderPartition: cl.holderPartition}
+		c.count()
 		if done && !e.listed {
 			delete(c.claims, url)
+			c.count()
 			c.mu.Unlock()
 			return
 		}
@@ -136,4 +145,15 @@ func (c *Claims) run(url, key string, e *entry) {
 			return
 		}
 	}
+}
+
+// count sets the gauge of the endpoints by state (c.mu held).
+func (c *Claims) count() {
+	n := map[State]int{}
+	for _, e := range c.claims {
+		n[e.status.State]++
+	}
+	metrics.EndpointLeases.WithLabelValues(metrics.EndpointServing).Set(float64(n[Serving]))
+	metrics.EndpointLeases.WithLabelValues(metrics.EndpointElsewhere).Set(float64(n[Elsewhere]))
+	metrics.EndpointLeases.WithLabelValues(metrics.EndpointPending).Set(float64(n[Pending]))
 }

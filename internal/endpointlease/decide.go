@@ -80,9 +80,11 @@ type View struct {
 	Partition, Identity string
 	// Listed: this agent's endpoint slice lists the endpoint.
 	Listed bool
-	// Keep: this agent must not give the endpoint up for a handover yet
-	// (a release it owes on the endpoint is under way).
-	Keep bool
+	// Frozen: a release is under way (a PublishedResource is being
+	// deleted or deselected while a release finalizer is on it): no
+	// endpoint changes hands, except one its slice no longer lists, so
+	// that each is released by the agent that holds it.
+	Frozen bool
 }
 
 // Timing is how long a holder counts as alive without renewing.
@@ -130,7 +132,7 @@ func Decide(v View, t Timing) Decision {
 	home := rec.Home()
 	switch {
 	case v.Exists && rec.Holder == v.Identity:
-		asked := rec.HandoverTo != "" && rec.HandoverTo != v.Partition && rec.HandoverTo == home && !v.Keep
+		asked := rec.HandoverTo != "" && rec.HandoverTo != v.Partition && rec.HandoverTo == home && !v.Frozen
 		if !v.Listed || asked {
 			rec.Holder, rec.HolderPartition = "", ""
 			return Decision{Write: true, Record: rec, Yield: true}
@@ -154,10 +156,12 @@ func Decide(v View, t Timing) Decision {
 		alive = t.TakeoverAfter
 	}
 	switch {
-	case rec.Holder != "" && v.Unchanged < alive:
+	case rec.Holder != "" && (v.Unchanged < alive || v.Frozen):
 		// Another partition's agent serves it (or, without leader
-		// election, another process of this partition).
-		if home == v.Partition && rec.HandoverTo != v.Partition && rec.HolderPartition != v.Partition {
+		// election, another process of this partition); during a release
+		// even one that stopped renewing keeps it (its partition's
+		// finalizer waits for it).
+		if home == v.Partition && rec.HandoverTo != v.Partition && rec.HolderPartition != v.Partition && !v.Frozen {
 			rec.HandoverTo = v.Partition
 			listed = true
 		}

@@ -213,13 +213,11 @@ type reconciler struct {
 	relatedCache  cache.Cache
 	relatedClient ctrlruntimeclient.Client
 
-	// servedMu guards notServed, releasing, conflictReleased, released, earlierDone, warned, failed, listedAs and owing.
+	// servedMu guards notServed, releasing, conflictReleased, released, earlierDone, warned, failed and listedAs.
 	servedMu sync.Mutex
-	// listedAs maps an endpoint's URL (rewritten) to the slice's; owing
-	// holds the PublishedResources this agent of a partition is releasing
-	// while its finalizer is on them (see partition.go).
+	// listedAs maps an endpoint's URL (rewritten) to the slice's (see
+	// partition.go).
 	listedAs map[string]string
-	owing    map[string]bool
 	// kcpTypes remembers the related types found on an endpoint.
 	kcpTypes typeCache
 	// notServed counts consecutive "not served" answers per PublishedResource.
@@ -432,7 +430,7 @@ func Add(mgr manager.Manager, opts Options) error {
 		failed:           map[string]endpointFailure{},
 	}
 	if f.claimConfig != nil {
-		f.claimConfig.Key, f.claimConfig.Keep = r.listedURL, r.owesRelease
+		f.claimConfig.Key, f.claimConfig.Frozen = r.listedURL, r.releaseUnderWay
 	}
 
 	r.endpointClients = r.newEndpointClient
@@ -651,11 +649,10 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	pr := &syncagentv1alpha1.PublishedResource{}
 	if err := r.client.Get(ctx, req.NamespacedName, pr); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setOwing(req.Name, false)
 			// Gone: released before (see finalize), or deleted without our
 			// finalizer (the agent may not patch PublishedResources): then
 			// one pass releases what its controller synced.
-			urls, pending := r.servedOf(listed, nil)
+			urls, pending := r.servedOf(listed)
 			if pending {
 				return reconcile.Result{RequeueAfter: endpointLeasePending}, nil
 			}
@@ -671,22 +668,18 @@ func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// objects are released before our finalizer on it goes. Another
 		// agent that selects it adds its own finalizers and removes none
 		// of ours.
-		// While this agent's finalizer is on it, the endpoints it serves
-		// stay its own (no handover) until it released them.
-		r.setOwing(pr.Name, r.hasReleaseFinalizer(pr))
-		urls, pending := r.servedOf(listed, pr)
+		urls, pending := r.servedOf(listed)
 		if pending {
 			return reconcile.Result{RequeueAfter: endpointLeasePending}, nil
 		}
 		return r.finalize(ctx, pr, urls)
 	}
-	r.setOwing(pr.Name, false)
 	if res, err := r.setReleaseFinalizer(ctx, pr, true); err != nil || !res.IsZero() {
 		return res, err
 	}
 	// An agent of a partition syncs only the endpoints whose Leases it
 	// holds.
-	urls, _ := r.servedOf(listed, nil)
+	urls, _ := r.servedOf(listed)
 
 	cond, result, err := r.reconcile(ctx, pr, urls)
 	if lifecycle.Fenced(ctx, err) {
@@ -913,9 +906,6 @@ func (r *reconciler) setReleaseFinalizer(ctx context.Context, pr *syncagentv1alp
 	err := r.client.Patch(ctx, pr, patch)
 	switch {
 	case err == nil || apierrors.IsNotFound(err):
-		if !want {
-			r.setOwing(pr.Name, false)
-		}
 		return reconcile.Result{}, nil
 	case apierrors.IsConflict(err):
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil

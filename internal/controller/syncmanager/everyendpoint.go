@@ -40,7 +40,7 @@ func (r *reconciler) throughEveryEndpoint(ctx context.Context, urls []string, re
 		if err != nil {
 			return fmt.Errorf("after releasing through %d endpoint(s): %w", len(done), err)
 		}
-		now, pending := r.servedOf(listed, nil)
+		now, pending := r.servedOf(listed)
 		if pending {
 			return fmt.Errorf("after releasing through %d endpoint(s): %w", len(done), errEndpointLeasePending)
 		}

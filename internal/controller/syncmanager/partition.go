@@ -17,6 +17,7 @@ package syncmanager
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -77,56 +78,56 @@ func (r *reconciler) partitionChanged(ctx context.Context, name string, cause er
 }
 
 // servedOf is, of the endpoints the slice lists, those this agent serves,
-// and whether a release must wait (pending): an endpoint's Lease is not
-// decided yet, or, for the release of pr, another partition's agent holds
-// it but has no finalizer on pr any more (it released before it took the
-// endpoint over; this agent releases it once the Lease comes back). Without
-// a partition the agent serves every endpoint listed.
-func (r *reconciler) servedOf(listed []string, pr *syncagentv1alpha1.PublishedResource) (urls []string, pending bool) {
+// and whether any is still pending (its Lease not decided yet: a release
+// waits for it). An endpoint another partition's agent holds is that
+// agent's to sync and release: during a release no endpoint changes hands
+// (releaseUnderWay), so it releases what it holds before its finalizer
+// goes. Without a partition the agent serves every endpoint listed.
+func (r *reconciler) servedOf(listed []string) (urls []string, pending bool) {
 	if r.fleet == nil || r.fleet.claims == nil {
 		return listed, false
 	}
-	return servedAmong(listed, r.fleet.claims.States(), pr, r.AgentName)
+	return servedAmong(listed, r.fleet.claims.States())
 }
 
-func servedAmong(listed []string, states map[string]endpointlease.Status, pr *syncagentv1alpha1.PublishedResource, agentName string) (urls []string, pending bool) {
+func servedAmong(listed []string, states map[string]endpointlease.Status) (urls []string, pending bool) {
 	for _, u := range listed {
-		st := states[u]
-		switch {
-		case st.State == endpointlease.Serving:
+		switch states[u].State {
+		case endpointlease.Serving:
 			urls = append(urls, u)
-		case st.State == endpointlease.Pending:
-			pending = true
-		case pr != nil && !slices.Contains(pr.Finalizers, keys.ReleaseFinalizerIn(agentName, st.HolderPartition)):
+		case endpointlease.Pending:
 			pending = true
 		}
 	}
 	return urls, pending
 }
 
-// setOwing records whether this agent is releasing a PublishedResource
-// whose finalizer of this partition is still on it.
-func (r *reconciler) setOwing(name string, owing bool) {
-	r.servedMu.Lock()
-	defer r.servedMu.Unlock()
-	if owing {
-		if r.owing == nil {
-			r.owing = map[string]bool{}
-		}
-		r.owing[name] = true
-	} else {
-		delete(r.owing, name)
+// releaseUnderWay reports whether a release is under way that keeps every
+// endpoint with its holder (endpointlease.View.Frozen): a PublishedResource
+// is being deleted while a release finalizer (of any partition) is on it,
+// or this agent releases one it no longer syncs. Read from the cache; an
+// error counts as a release under way.
+func (r *reconciler) releaseUnderWay() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), listSelectedTimeout)
+	defer cancel()
+	prs := &syncagentv1alpha1.PublishedResourceList{}
+	if err := r.client.List(ctx, prs); err != nil {
+		return true
 	}
+	for i := range prs.Items {
+		pr := &prs.Items[i]
+		if pr.DeletionTimestamp != nil && slices.ContainsFunc(pr.Finalizers, isReleaseFinalizer) {
+			return true
+		}
+		if r.hasReleaseFinalizer(pr) && (r.ReleaseOnly || !selection.Matches(r.Selector, pr)) {
+			return true
+		}
+	}
+	return false
 }
 
-// owesRelease: while a release of this agent is under way, the endpoints
-// it serves are not handed over (the agent that takes one would not
-// release it: its own release may be over).
-func (r *reconciler) owesRelease(string) bool {
-	r.servedMu.Lock()
-	defer r.servedMu.Unlock()
-	return len(r.owing) > 0
-}
+// isReleaseFinalizer: a release finalizer of any agent or partition.
+func isReleaseFinalizer(f string) bool { return strings.HasPrefix(f, "syncagent.kcp.io/release-") }
 
 // listedURL is the URL the slice lists for an endpoint (before
 // --endpoint-url-rewrite): the endpoint's Lease is named after it.

@@ -76,31 +76,92 @@ func TestPartitionChangedServesNothing(t *testing.T) {
 }
 
 // TestServedAmong: an agent of a partition syncs and releases the
-// endpoints it serves; a release waits for an endpoint whose Lease is not
-// decided, and for one another partition's agent holds without a
-// finalizer on the PublishedResource (that agent will not release it).
+// endpoints it serves, leaves those another partition's agent holds to
+// that agent, and a release waits for an endpoint whose Lease is not
+// decided yet.
 func TestServedAmong(t *testing.T) {
 	listed := []string{"https://a", "https://b", "https://c"}
-	withUS := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{keys.ReleaseFinalizerIn("x", "us")}}}
-	withoutUS := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Finalizers: []string{keys.ReleaseFinalizerIn("x", "eu")}}}
 	serving := endpointlease.Status{State: endpointlease.Serving}
 	elsewhere := endpointlease.Status{State: endpointlease.Elsewhere, HolderPartition: "us"}
 	tests := []struct {
 		name        string
 		states      map[string]endpointlease.Status
-		pr          *syncagentv1alpha1.PublishedResource
 		wantURLs    []string
 		wantPending bool
 	}{
-		{"sync: served ones only", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere}, nil, []string{"https://a"}, true},
-		{"release: the holder's finalizer is on it", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere, "https://c": elsewhere}, withUS, []string{"https://a"}, false},
-		{"release: the holder released already", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere, "https://c": serving}, withoutUS, []string{"https://a", "https://c"}, true},
-		{"release: not decided yet", map[string]endpointlease.Status{"https://a": serving, "https://b": serving}, withUS, []string{"https://a", "https://b"}, true},
+		{"served, held elsewhere, not claimed yet", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere}, []string{"https://a"}, true},
+		{"served and held elsewhere", map[string]endpointlease.Status{"https://a": serving, "https://b": elsewhere, "https://c": elsewhere}, []string{"https://a"}, false},
+		{"all served", map[string]endpointlease.Status{"https://a": serving, "https://b": serving, "https://c": serving}, listed, false},
+		{"one pending", map[string]endpointlease.Status{"https://a": serving, "https://b": {State: endpointlease.Pending}, "https://c": serving}, []string{"https://a", "https://c"}, true},
 	}
 	for _, tt := range tests {
-		urls, pending := servedAmong(listed, tt.states, tt.pr, "x")
+		urls, pending := servedAmong(listed, tt.states)
 		if !slices.Equal(urls, tt.wantURLs) || pending != tt.wantPending {
 			t.Errorf("%s: (%v, %v), want (%v, %v)", tt.name, urls, pending, tt.wantURLs, tt.wantPending)
 		}
+	}
+}
+
+// TestReleaseUnderWay: handovers stop while a PublishedResource that
+// carries a release finalizer is being deleted, or while this agent
+// releases one it no longer selects.
+func TestReleaseUnderWay(t *testing.T) {
+	now := metav1.Now()
+	selected := labels.SelectorFromSet(labels.Set{"sync": "yes"})
+	r := &reconciler{Options: Options{AgentName: "x", Partition: "eu", Selector: selected}}
+	mine := keys.ReleaseFinalizerIn("x", "eu")
+	tests := []struct {
+		name string
+		pr   *syncagentv1alpha1.PublishedResource
+		want bool
+	}{
+		{"a selected one", &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"sync": "yes"}, Finalizers: []string{mine}}}, false},
+		{"deleted, another partition's finalizer on it", &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"sync": "yes"}, DeletionTimestamp: &now, Finalizers: []string{keys.ReleaseFinalizerIn("x", "us")}}}, true},
+		{"deleted, no release finalizer left", &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a", DeletionTimestamp: &now, Finalizers: []string{"example.com/other"}}}, false},
+		{"deselected, ours on it", &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{mine}}}, true},
+		{"deselected, released", &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, false},
+	}
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		r.client = fake.NewClientBuilder().WithScheme(s).WithObjects(tt.pr).Build()
+		if got := r.releaseUnderWay(); got != tt.want {
+			t.Errorf("%s: releaseUnderWay = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestOthersRelease: a release keeps the records it cannot place while
+// another partition of this agent name still has its finalizer on the
+// PublishedResource; the last partition (or an agent without one) deletes
+// them.
+func TestOthersRelease(t *testing.T) {
+	s := kcp.NewScheme()
+	if err := syncagentv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		partition  string
+		finalizers []string
+		want       bool
+	}{
+		{"another partition's", "eu", []string{keys.ReleaseFinalizerIn("x", "eu"), keys.ReleaseFinalizerIn("x", "us")}, true},
+		{"only ours", "eu", []string{keys.ReleaseFinalizerIn("x", "eu")}, false},
+		{"another agent's", "eu", []string{keys.ReleaseFinalizerIn("x", "eu"), keys.ReleaseFinalizerIn("y", "us")}, false},
+		{"no partition", "", []string{keys.ReleaseFinalizerIn("x", ""), keys.ReleaseFinalizerIn("x", "us")}, false},
+	}
+	for _, tt := range tests {
+		pr := &syncagentv1alpha1.PublishedResource{ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: tt.finalizers}}
+		r := &reconciler{Options: Options{AgentName: "x", Partition: tt.partition}, client: fake.NewClientBuilder().WithScheme(s).WithObjects(pr).Build()}
+		if got := r.othersRelease(context.Background(), "a"); got != tt.want {
+			t.Errorf("%s: othersRelease = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	r := &reconciler{Options: Options{AgentName: "x", Partition: "eu"}, client: fake.NewClientBuilder().WithScheme(s).Build()}
+	if r.othersRelease(context.Background(), "gone") {
+		t.Error("a PublishedResource that is gone keeps the records")
 	}
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/finalizer"
+	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/projection"
 	"github.com/kcp-syncagent/api-syncagent/internal/selection"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -87,10 +88,12 @@ type release struct {
 	// resourceOf finds the resource of a kind on an endpoint (false if the
 	// endpoint does not serve it).
 	resourceOf func(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error)
-	// fenceOf is the fence of an endpoint's writes (nil: none);
-	// servesWorkspace, if set (an agent of a partition), tells the
-	// workspaces of the endpoints this agent serves.
+	// fenceOf is the fence of an endpoint's writes (nil: none).
+	// othersRelease: another partition's agent has a release finalizer on
+	// the PublishedResource too; servesWorkspace then tells the workspaces
+	// engaged by the endpoints this agent serves.
 	fenceOf         func(url string) *fence.Fence
+	othersRelease   bool
 	servesWorkspace func(cluster string) bool
 	state           *state.Store
 	// fin are the agent's finalizers.
@@ -325,7 +328,8 @@ func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) err
 	}
 	var errs []error
 	for _, rec := range records {
-		if err := rel.releaseSource(ctx, gk, rec); err != nil {
+		found, err := rel.releaseSource(ctx, gk, rec)
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -335,10 +339,11 @@ func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) err
 			// record is the other agent's.
 			continue
 		}
-		if rel.servesWorkspace != nil && !rel.servesWorkspace(rec.Cluster) {
-			// A workspace of an endpoint another partition's agent serves
-			// (or of none this agent serves now): its record is that
-			// agent's to release.
+		if rel.othersRelease && !found && (rec.OriginSide == string(related.SideKcp) || !rel.servesWorkspace(rec.Cluster)) {
+			// Perhaps a workspace of an endpoint another partition's agent
+			// serves: its record is that agent's to release (it still has
+			// a finalizer on the PublishedResource). The last partition to
+			// release deletes what is left.
 			continue
 		}
 		if err := rel.state.DeleteRelated(ctx, rec.SecretName); err != nil {
@@ -350,19 +355,20 @@ func (rel *release) releaseRelated(ctx context.Context, gk schema.GroupKind) err
 
 // releaseSource removes our finalizer from a record's kcp-origin source on
 // whichever endpoint serves its workspace, unless the record of a primary
-// of another kind than gk names it as its kcp origin too. A source that no
-// reachable endpoint has is gone.
-func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec state.StoredRelated) error {
+// of another kind than gk names it as its kcp origin too; found: an
+// endpoint of rel has the source. A source that no reachable endpoint has
+// is gone.
+func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec state.StoredRelated) (found bool, err error) {
 	if rec.OriginSide != string(related.SideKcp) || rec.Origin.Name == "" {
-		return nil
+		return false, nil
 	}
 	holders, err := rel.state.SourceHolders(ctx, rec.PrimaryOf(), rec.Origin)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, o := range holders {
 		if o.Primary.GroupKind() != gk {
-			return nil
+			return false, nil
 		}
 	}
 	legacyOurs := state.LegacyFinalizerOurs(&rec.RelatedRecord, false, holders)
@@ -393,9 +399,9 @@ func (rel *release) releaseSource(ctx context.Context, gk schema.GroupKind, rec 
 			continue
 		}
 		_, err = rel.releaseObject(ctx, url, gvr, obj, legacyOurs)
-		return err
+		return true, err
 	}
-	return errors.Join(errs...)
+	return false, errors.Join(errs...)
 }
 
 // releaseEvent records ObjectReleased on an object of an engaged workspace.
@@ -403,6 +409,24 @@ func (f *fleet) releaseEvent(cluster string, obj *unstructured.Unstructured) {
 	if f.engagedCluster(cluster) != nil {
 		f.kcpEvents(cluster, ControllerName).Event(obj, corev1.EventTypeNormal, ReasonObjectReleased, "The service no longer synchronizes this object; it was released.")
 	}
+}
+
+// othersRelease reports whether another partition's agent has a release
+// finalizer on the PublishedResource (false without a partition, and when
+// it is gone).
+func (r *reconciler) othersRelease(ctx context.Context, prName string) bool {
+	if r.Partition == "" {
+		return false
+	}
+	pr := &syncagentv1alpha1.PublishedResource{}
+	if err := r.client.Get(ctx, types.NamespacedName{Name: prName}, pr); err != nil {
+		return !apierrors.IsNotFound(err) // unsure: keep the records
+	}
+	// Another partition's finalizer of this agent name (a name too long
+	// for the key is hashed and not recognised: its records go as
+	// without partitions).
+	ours := strings.TrimSuffix(keys.ReleaseFinalizerIn(r.AgentName, "x"), "x")
+	return slices.ContainsFunc(pr.Finalizers, func(f string) bool { return f != r.releaseFinalizer() && strings.HasPrefix(f, ours) })
 }
 
 // hasReleaseFinalizer reports whether the PublishedResource carries ours.
@@ -555,6 +579,7 @@ func (r *reconciler) inUseElsewhere(ctx context.Context, gr schema.GroupResource
 // unless another one syncs gr (never, in release-only mode).
 func (r *reconciler) releaseResource(ctx context.Context, prName string, gr schema.GroupResource, urls []string, progress *releaseProgress) (int, error) {
 	rel := r.newRelease(urls, progress)
+	rel.othersRelease = r.othersRelease(ctx, prName)
 	if r.ReleaseOnly {
 		// Nothing of this agent syncs: no other PublishedResource needs
 		// the finalizers (two for one resource would each leave the
