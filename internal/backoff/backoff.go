@@ -13,10 +13,25 @@
 // limitations under the License.
 
 // Package backoff computes the capped exponential waits the controllers
-// use between retries.
+// use between retries, and waits them.
 package backoff
 
-import "time"
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d; false if ctx ended first.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // Exponential returns the wait after failures earlier consecutive
 // failures: initial doubled that many times, at most maxWait.

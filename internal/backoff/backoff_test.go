@@ -15,6 +15,7 @@
 package backoff
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -29,5 +30,18 @@ func TestExponential(t *testing.T) {
 		if got := Exponential(time.Second, 5*time.Minute, tc.failures); got != tc.want {
 			t.Errorf("Exponential(1s, 5m, %d) = %v, want %v", tc.failures, got, tc.want)
 		}
+	}
+}
+
+// TestSleep: a wait ends with its duration, or at once when its context
+// ends.
+func TestSleep(t *testing.T) {
+	if !Sleep(context.Background(), time.Millisecond) {
+		t.Error("Sleep of 1 ms with a live context returned false")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Sleep(ctx, time.Hour) {
+		t.Error("Sleep with an ended context returned true")
 	}
 }

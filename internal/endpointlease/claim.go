@@ -28,6 +28,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -141,7 +142,7 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		// may another agent take the endpoint. What holds by then is
 		// decided again (a release may have started meanwhile).
 		if wait := time.Until(c.renewed.Add(c.cfg.Timing.LeaseDuration)); wait > 0 {
-			if !sleep(ctx, wait) {
+			if !backoff.Sleep(ctx, wait) {
 				return true, nil
 			}
 			return false, nil
@@ -296,16 +297,4 @@ func setOrDelete(m map[string]string, k, v string) {
 		return
 	}
 	m[k] = v
-}
-
-// sleep waits d or until ctx ends (false).
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
@@ -140,7 +141,7 @@ func (c *Claims) run(url, key string, e *entry) {
 			return
 		}
 		c.mu.Unlock()
-		if !sleep(c.ctx, c.cfg.RetryPeriod) {
+		if !backoff.Sleep(c.ctx, c.cfg.RetryPeriod) {
 			cl.stopServing("the agent stops")
 			return
 		}

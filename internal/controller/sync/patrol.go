@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"github.com/kcp-syncagent/api-syncagent/internal/backoff"
 	"github.com/kcp-syncagent/api-syncagent/internal/keys"
 	"github.com/kcp-syncagent/api-syncagent/internal/metrics"
 	"github.com/kcp-syncagent/api-syncagent/internal/sync/objmeta"
@@ -232,7 +233,7 @@ func (c *Controller) patrolCheck(ctx context.Context, limiter *rate.Limiter) (pa
 // what is still there: drift the event path was about to repair (a status
 // on its way to kcp) is not reported.
 func (c *Controller) confirm(ctx context.Context, limiter *rate.Limiter, found patrolFindings) patrolFindings {
-	if !sleepCtx(ctx, patrolSettle) {
+	if !backoff.Sleep(ctx, patrolSettle) {
 		return found
 	}
 	out := patrolFindings{drifted: map[mcreconcile.Request][]string{}, orphans: map[mcreconcile.Request]*unstructured.Unstructured{}}
@@ -283,7 +284,7 @@ func (c *Controller) patrolRepair(ctx context.Context, limiter *rate.Limiter, fo
 	repaired := map[string]int{}
 	checks := c.orphanChecks()
 	for round := 0; round < patrolRecheckRounds && len(pending)+len(orphaned) > 0; round++ {
-		if !sleepCtx(ctx, patrolSettle) {
+		if !backoff.Sleep(ctx, patrolSettle) {
 			return repaired
 		}
 		for req, kinds := range pending {
@@ -322,18 +323,6 @@ func (c *Controller) patrolRepair(ctx context.Context, limiter *rate.Limiter, fo
 		c.log.Info("The patrol's repair did not remove an orphaned local copy", "cluster", req.ClusterName, "kcp", req.NamespacedName.String())
 	}
 	return repaired
-}
-
-// sleepCtx waits d; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // copies lists this agent's local copies of the controller's type: the

@@ -495,7 +495,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 				wait = endpointRetryMin // it worked for a while: a new failure starts over
 			}
 			f.log.Info("Virtual workspace endpoint failed, reconnecting", "url", u, "after", wait, "error", fmt.Sprint(err))
-			if !sleep(ctx, wait) {
+			if !backoff.Sleep(ctx, wait) {
 				return
 			}
 			wait = min(2*wait, endpointRetryMax)
@@ -512,7 +512,7 @@ func (f *fleet) runEndpoint(ctx context.Context, u string, cfg *rest.Config, ep 
 				break
 			}
 			f.log.Error(err, "Failed to create the connection to a virtual workspace endpoint", "url", u, "retry after", wait)
-			if !sleep(ctx, wait) {
+			if !backoff.Sleep(ctx, wait) {
 				return
 			}
 			wait = min(2*wait, endpointRetryMax)
@@ -528,16 +528,6 @@ func (f *fleet) newProvider(cfg *rest.Config) (*apiexport.Provider, error) {
 		return nil, err
 	}
 	return apiexport.New(cfg, apiexport.Options{Scheme: f.scheme, WildcardCache: wildcard})
-}
-
-// sleep waits for d; false if ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(d):
-		return true
-	}
 }
 
 // Engage implements multicluster.Aware: record the workspace and engage it
