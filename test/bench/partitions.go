@@ -20,14 +20,7 @@ import (
 	"io"
 	"time"
 
-	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
-	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
-
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kcp-syncagent/api-syncagent/test/e2e/framework"
 )
@@ -64,18 +57,8 @@ type agentUse struct {
 
 // labelShards labels kcp's shards by region, once per kcp.
 func labelShards(t *benchT, k *framework.Kcp) {
-	root, err := k.AdminClient("root")
-	t.check(err)
-	for shard, region := range map[string]string{framework.RootShard: "eu", framework.SecondShard: "us"} {
-		s := &kcpcorev1alpha1.Shard{}
-		framework.Must(t, root.Get(t.Context(), types.NamespacedName{Name: shard}, s), "get shard %s", shard)
-		patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels["region"] = region
-		framework.Must(t, root.Patch(t.Context(), s, patch), "label shard %s", shard)
-	}
+	framework.LabelShard(t, k, framework.RootShard, "eu")
+	framework.LabelShard(t, k, framework.SecondShard, "us")
 }
 
 // runPartitions runs create, update and delete of cfg.Objects objects in
@@ -97,7 +80,7 @@ func runPartitions(root *benchT, k *framework.Kcp, cfg *config, rep int, mode st
 		e.startAgent()
 		agents["agent"] = e.agent
 	} else {
-		e.createPartitions()
+		framework.CreatePartitions(t, e.org, exportName, "eu", "us")
 		e.sliceRef = exportName + "-us"
 		e.extraArgs = append(e.extraArgs, "--disabled-controllers=apiresourceschema,apiexport")
 		e.startAgent()
@@ -127,40 +110,6 @@ func runPartitions(root *benchT, k *framework.Kcp, cfg *config, rep int, mode st
 	res.Seconds = time.Since(started).Seconds()
 	logf("[%s] done in %s", name, time.Since(started).Round(time.Second))
 	return res
-}
-
-// createPartitions creates the Partitions eu and us (by shard label) and a
-// slice for each, which the agents may read.
-func (e *env) createPartitions() {
-	t, ctx := e.t, e.t.Context()
-	var names []string
-	for _, region := range []string{"eu", "us"} {
-		p := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "topology.kcp.io/v1alpha1", "kind": "Partition",
-			"metadata": map[string]any{"name": region},
-			"spec":     map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"region": region}}},
-		}}
-		framework.Must(t, e.org.Client.Create(ctx, p), "create Partition %s", region)
-		slice := &kcpapisv1alpha1.APIExportEndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: exportName + "-" + region},
-			Spec: kcpapisv1alpha1.APIExportEndpointSliceSpec{
-				APIExport: kcpapisv1alpha1.ExportBindingReference{Path: e.org.Path, Name: exportName},
-				Partition: region,
-			},
-		}
-		framework.Must(t, e.org.Client.Create(ctx, slice), "create slice %s", slice.Name)
-		names = append(names, slice.Name)
-	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent:partitions"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: names, Verbs: []string{"get", "list", "watch"}}},
-	}
-	framework.Must(t, e.org.Client.Create(ctx, role), "create ClusterRole")
-	framework.Must(t, e.org.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.AgentUser}},
-	}), "create ClusterRoleBinding")
 }
 
 // countCopies counts the service cluster's copies and the objects with

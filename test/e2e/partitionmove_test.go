@@ -24,7 +24,6 @@ import (
 	"time"
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
-	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,13 +125,7 @@ func moveShardUnderLoad(t *testing.T, f *framework.Fixture, k *framework.Kcp, ws
 func relabelShard(t *testing.T, f *framework.Fixture, k *framework.Kcp, shard, region string) {
 	t.Helper()
 	ctx := t.Context()
-	root, err := k.AdminClient("root")
-	framework.Must(t, err, "root client")
-	s := &kcpcorev1alpha1.Shard{}
-	framework.Must(t, root.Get(ctx, types.NamespacedName{Name: shard}, s), "get shard")
-	patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
-	s.Labels["region"] = region
-	framework.Must(t, root.Patch(ctx, s, patch), "relabel shard %s", shard)
+	framework.LabelShard(t, k, shard, region)
 	name := f.Export.Name + "-" + region
 	slice := &kcpapisv1alpha1.APIExportEndpointSlice{}
 	framework.Must(t, f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, slice), "get slice %s", name)

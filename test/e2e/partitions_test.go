@@ -26,13 +26,10 @@ import (
 	"time"
 
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
-	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,47 +78,10 @@ func TestPartitions(t *testing.T) {
 
 	// The kcp side: shards labelled by region, a Partition per region and
 	// an endpoint slice per Partition, which the agent may read.
-	root, err := k.AdminClient("root")
-	framework.Must(t, err, "root client")
 	for shard, region := range map[string]string{framework.RootShard: "eu", framework.SecondShard: "us"} {
-		s := &kcpcorev1alpha1.Shard{}
-		framework.Must(t, root.Get(ctx, types.NamespacedName{Name: shard}, s), "get shard %s", shard)
-		patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
-		// Added to the shard's labels: workspaces are placed by its name label.
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		s.Labels["region"] = region
-		framework.Must(t, root.Patch(ctx, s, patch), "label shard %s", shard)
+		framework.LabelShard(t, k, shard, region)
 	}
-	var sliceNames []string
-	for _, region := range []string{"eu", "us"} {
-		partition := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "topology.kcp.io/v1alpha1", "kind": "Partition",
-			"metadata": map[string]any{"name": region},
-			"spec":     map[string]any{"selector": map[string]any{"matchLabels": map[string]any{"region": region}}},
-		}}
-		framework.Must(t, f.Org.Client.Create(ctx, partition), "create Partition %s", region)
-		slice := &kcpapisv1alpha1.APIExportEndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Name: f.Export.Name + "-" + region},
-			Spec: kcpapisv1alpha1.APIExportEndpointSliceSpec{
-				APIExport: kcpapisv1alpha1.ExportBindingReference{Path: f.Org.Path, Name: f.Export.Name},
-				Partition: region,
-			},
-		}
-		framework.Must(t, f.Org.Client.Create(ctx, slice), "create endpoint slice %s", slice.Name)
-		sliceNames = append(sliceNames, slice.Name)
-	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "api-syncagent:partitions"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexportendpointslices"}, ResourceNames: sliceNames, Verbs: []string{"get", "list", "watch"}}},
-	}
-	framework.Must(t, f.Org.Client.Create(ctx, role), "create ClusterRole")
-	framework.Must(t, f.Org.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: framework.AgentUser}},
-	}), "create ClusterRoleBinding")
+	sliceNames := framework.CreatePartitions(t, f.Org, f.Export.Name, "eu", "us")
 
 	args := func(region string, extra ...string) []string {
 		return f.AgentArgs(append([]string{"--apiexportendpointslice-ref=" + f.Export.Name + "-" + region, "--agent-name=" + partitionAgent, "--enable-leader-election=true"}, extra...)...)
