@@ -1189,6 +1189,9 @@ func (r *reconciler) endpoints(ctx context.Context) ([]string, error) {
 	switch {
 	case err == nil && !r.Target.APIExportMode && slice.Spec.Partition != r.Partition:
 		return nil, fmt.Errorf("%w: APIExportEndpointSlice %s names Partition %q, this agent serves %q (read at start); restart it", errPartitionChanged, slice.Name, slice.Spec.Partition, r.Partition)
+	case err == nil && r.Target.APIExportMode && slice.Spec.Partition != "":
+		// Its keys would be those of an agent without a partition.
+		return nil, fmt.Errorf("%w: APIExportEndpointSlice %s names Partition %q; an agent of a partition takes its slice with --apiexportendpointslice-ref", errPartitionChanged, slice.Name, slice.Spec.Partition)
 	case err == nil:
 		for _, e := range slice.Status.APIExportEndpoints {
 			u := r.Target.EndpointRewrites.Apply(e.URL)

@@ -79,6 +79,17 @@ func TestEndpoints(t *testing.T) {
 			}
 		})
 	}
+	// --apiexport-ref takes no partitioned slice: it would serve one
+	// partition's shards with the keys of an agent without one.
+	partitioned := slice.DeepCopy()
+	partitioned.Spec.Partition = "eu"
+	r := &reconciler{
+		Options:  Options{Target: &kcp.Target{EndpointSliceName: "things", APIExportName: "things", APIExportMode: true}},
+		kcpCache: fake.NewClientBuilder().WithScheme(kcp.NewScheme()).WithObjects(partitioned, export).Build(),
+	}
+	if _, err := r.endpoints(t.Context()); !errors.Is(err, errPartitionChanged) {
+		t.Errorf("export mode with a partitioned slice: %v, want errPartitionChanged", err)
+	}
 }
 
 func TestCheckEndpoints(t *testing.T) {

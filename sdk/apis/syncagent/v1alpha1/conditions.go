@@ -80,7 +80,8 @@ const (
 	// ReasonEndpointUnreachable: an endpoint cannot be reached.
 	ReasonEndpointUnreachable = "EndpointUnreachable"
 	// ReasonPartitionChanged: the endpoint slice names another Partition
-	// than when the agent started; it serves no endpoint until restarted.
+	// than when the agent started (or, with --apiexport-ref, a Partition
+	// at all); it serves no endpoint until restarted.
 	ReasonPartitionChanged = "PartitionChanged"
 	// ReasonControllerStartFailed: the sync controller could not be started
 	// or stopped on its own; it is started again with backoff.
