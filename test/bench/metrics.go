@@ -210,14 +210,17 @@ func perObject(m map[string]map[string]float64, n int) map[string]map[string]flo
 
 func (e *env) writes() float64 {
 	var w float64
-	for _, methods := range requestDelta(nil, e.scrapeAgent(), e.sides()) {
+	scrape := e.scrapeAgent()
+	for _, methods := range requestDelta(nil, scrape, e.sides()) {
 		for m, v := range methods {
 			if isWrite(m) {
 				w += v
 			}
 		}
 	}
-	return w
+	// An agent of a partition renews its endpoints' Leases every 2 s:
+	// those writes are not work on objects.
+	return w - scrape.sum("sync_agent_endpoint_lease_writes_total", nil)
 }
 
 // settle waits until the agent's write count stays the same for settleQuiet.
