@@ -89,12 +89,10 @@ type claim struct {
 	// last successful write naming this agent holder was sent.
 	serving bool
 	renewed time.Time
-	// state: where the last step left the agent with the endpoint.
-	state State
+	// status: where the last step left the agent with the endpoint.
+	status Status
 	// goneHolder: the holder named by the Lease before it was deleted.
 	goneHolder string
-	// holderPartition: the holder's partition after the last step.
-	holderPartition string
 	// published, if set, makes the state known at once (Claims.States)
 	// when the agent stops serving, before the step ends.
 	published func(Status)
@@ -183,14 +181,12 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		}
 	}
 	c.checkFence()
-	c.holderPartition = d.Record.HolderPartition
+	c.status = Status{State: Pending, HolderPartition: d.Record.HolderPartition}
 	switch {
 	case c.serving:
-		c.state = Serving
+		c.status.State = Serving
 	case d.Record.Holder != "" && d.Record.HolderPartition != c.cfg.Partition:
-		c.state = Elsewhere
-	default:
-		c.state = Pending
+		c.status.State = Elsewhere
 	}
 	// A write is read back by one more step (a release, then a delete).
 	return !listed && !c.serving && !d.Write, nil
@@ -210,9 +206,9 @@ func (c *claim) stopServing(why string) {
 		return
 	}
 	c.serving = false
-	c.state = Pending
+	c.status = Status{State: Pending}
 	if c.published != nil {
-		c.published(Status{State: Pending})
+		c.published(c.status)
 	}
 	c.log.Info("Not serving the endpoint any more", "lease", c.name, "reason", why)
 	metrics.EndpointHandovers.WithLabelValues("given").Inc()

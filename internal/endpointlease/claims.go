@@ -132,7 +132,7 @@ func (c *Claims) run(url, key string, e *entry) {
 			lastErr = ""
 		}
 		c.mu.Lock()
-		e.status = Status{State: cl.state, HolderPartition: cl.holderPartition}
+		e.status = cl.status
 		c.count()
 		if done && !e.listed {
 			delete(c.claims, url)
