@@ -374,9 +374,7 @@ func Run(ctx context.Context, log logr.Logger, o *options.Options) error {
 	// The endpoints' Leases (an agent of a partition) have a rate limit of
 	// their own, as the leader Lease does; their writes pass the leader
 	// fence (the config is svcCfg's).
-	endpointLeaseCfg := rest.CopyConfig(svcCfg)
-	limit(endpointLeaseCfg, endpointLeaseCfg.QPS, endpointLeaseCfg.Burst)
-	endpointLeases, err := kubernetes.NewForConfig(endpointLeaseCfg)
+	endpointLeases, err := kubernetes.NewForConfig(ownLimiter(svcCfg))
 	if err != nil {
 		return fmt.Errorf("failed to create the endpoint Lease client: %w", err)
 	}

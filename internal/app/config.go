@@ -98,3 +98,12 @@ func limit(cfg *rest.Config, qps float32, burst int) {
 	cfg.QPS, cfg.Burst = qps, burst
 	cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
 }
+
+// ownLimiter is a copy of cfg with a rate limiter of its own at the same
+// rate: a Lease's renewals never wait behind the sync's requests in the
+// limiter the agent's clients share.
+func ownLimiter(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	limit(cfg, cfg.QPS, cfg.Burst)
+	return cfg
+}

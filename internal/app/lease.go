@@ -73,11 +73,7 @@ func replicaIdentity() (string, error) {
 // newLeaderLock creates the lock; cfg must not be fenced (the Lease is
 // what the fence depends on).
 func newLeaderLock(cfg *rest.Config, namespace, name, id string, f *fence.Fence) (*leaderLock, error) {
-	// The Lease has a rate limit of its own: renewals never wait behind
-	// the sync's requests in the limiter the agent's clients share.
-	cfg = rest.CopyConfig(cfg)
-	limit(cfg, cfg.QPS, cfg.Burst)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubernetes.NewForConfig(ownLimiter(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("failed to create leader election client: %w", err)
 	}
