@@ -90,3 +90,14 @@ func TestEndpointFence(t *testing.T) {
 		t.Error("the endpoint fence's refusal is not told apart from the leader's")
 	}
 }
+
+// TestRefusing: the fence of an endpoint not served refuses every write.
+func TestRefusing(t *testing.T) {
+	f := Refusing()
+	if err := f.Check(); !errors.Is(err, ErrEndpointLeaseNotRenewed) {
+		t.Errorf("Check = %v, want ErrEndpointLeaseNotRenewed", err)
+	}
+	if !Closed(WithEndpoint(context.Background(), f)) {
+		t.Error("a context with a refusing fence is not closed")
+	}
+}

@@ -82,6 +82,10 @@ func New(validFor time.Duration, log logr.Logger) *Fence {
 		resumes: "The leader Lease was renewed; writes resume"}
 }
 
+// Refusing returns an endpoint fence that refuses every write: that of an
+// endpoint this agent does not serve.
+func Refusing() *Fence { return NewEndpoint(0, logr.Discard()) }
+
 // NewEndpoint returns the fence of an endpoint's Lease (see New): the
 // writes it refuses are those of the passes over the endpoint's
 // workspaces, whose requests carry it (WithEndpoint).

@@ -401,7 +401,7 @@ func (f *fleet) endpointFence(u string) *fence.Fence {
 	if ep, ok := f.providers[u]; ok && ep.fence != nil {
 		return ep.fence
 	}
-	return fence.NewEndpoint(time.Nanosecond, f.log)
+	return fence.Refusing()
 }
 
 // servesWorkspace is nil without a partition; with one, it tells the
@@ -576,7 +576,7 @@ func (f *fleet) workspace(ctx context.Context, name string, cl cluster.Cluster) 
 	if f.claimConfig != nil {
 		// No endpoint this agent serves knows it (it was disconnected
 		// meanwhile): nothing may be written for it.
-		ws.Fence = fence.NewEndpoint(time.Nanosecond, f.log)
+		ws.Fence = fence.Refusing()
 	}
 	return ws
 }
