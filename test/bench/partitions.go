@@ -15,7 +15,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"time"
@@ -115,12 +114,11 @@ func runPartitions(root *benchT, k *framework.Kcp, cfg *config, rep int, mode st
 // countCopies counts the service cluster's copies and the objects with
 // more than one.
 func (e *env) countCopies() (copies, duplicates int) {
-	list, err := e.svcDyn.Resource(localGVR).List(context.Background(), metav1.ListOptions{})
+	list, err := e.svcDyn.Resource(localGVR).List(e.t.Context(), metav1.ListOptions{})
 	e.t.check(err)
 	per := map[string]int{}
 	for _, c := range list.Items {
-		l := c.GetLabels()
-		per[l["syncagent.kcp.io/remote-object-cluster"]+"/"+l["syncagent.kcp.io/remote-object-name-hash"]]++
+		per[c.GetLabels()[labelRemoteCluster]+"/"+c.GetAnnotations()[annotationRemoteName]]++
 	}
 	for _, n := range per {
 		if n > 1 {
