@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 )
@@ -69,33 +68,19 @@ type auditObjectRef struct {
 // many writes it judged. A log in which the Lease was never written is an
 // error: every replica would pass for another agent's and nothing be judged.
 func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
-	type holding struct {
-		at     time.Time
-		holder string
-	}
-	var leases []holding
+	var leases timeline
 	var writes []auditEvent
 	// ours are the replicas that held this agent's Lease, others those that
 	// wrote another agent's (syncagent.<other name>).
 	ours, others := map[string]bool{}, map[string]bool{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, 0, fmt.Errorf("unreadable audit event: %w", err)
-		}
-		// A request the server panicked on or cut off counts as well.
-		if (e.Stage != "ResponseComplete" && e.Stage != "Panic") || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
-			continue
-		}
+	err := scanAgentEvents(r, func(e auditEvent) error {
 		ref := e.ObjectRef
 		switch {
 		case isLease(ref, namespace) && ref.Name == name:
 			if (e.Verb == "create" || e.Verb == "update") && e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
 				holder := ""
 				if e.RequestObject == nil {
-					return nil, 0, fmt.Errorf("the audit log has no request body for the Lease write at %s: the policy must log Leases at level Request", e.Done)
+					return fmt.Errorf("the audit log has no request body for the Lease write at %s: the policy must log Leases at level Request", e.Done)
 				}
 				if h := e.RequestObject.Spec.HolderIdentity; h != nil {
 					holder = *h
@@ -103,7 +88,7 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 				leases = append(leases, holding{e.Done, holder})
 				ours[holder] = true
 			}
-		case isLease(ref, namespace) && strings.HasPrefix(ref.Name, "syncagent."):
+		case isLease(ref, namespace):
 			// Another agent's Lease: whoever writes it is a replica of that
 			// agent, unless it held this Lease too (then its writes, this
 			// one included, are judged as any other).
@@ -115,40 +100,50 @@ func OneWriter(r io.Reader, namespace, name string) ([]Violation, int, error) {
 		case isWrite(e.Verb):
 			writes = append(writes, e)
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	if len(leases) == 0 {
 		return nil, 0, fmt.Errorf("the audit log holds no successful write of the Lease %s/%s: is it the agent's?", namespace, name)
 	}
-	sort.SliceStable(leases, func(i, j int) bool { return leases[i].at.Before(leases[j].at) })
+	leases.sort()
 	var out []Violation
 	judged := 0
 	for _, w := range writes {
-		// The last Lease write completed before the write was received.
-		i := sort.Search(len(leases), func(i int) bool { return !leases[i].at.Before(w.Received) })
-		holder := ""
-		if i > 0 {
-			holder = leases[i-1].holder
-		}
 		writer := writerOf(w)
 		if others[writer] && !ours[writer] {
 			continue // a replica of another agent: its writes are its own
 		}
 		judged++
-		if writer != holder {
-			ref := w.ObjectRef
-			object := strings.Trim(ref.Resource+"."+ref.APIGroup, ".") + " " + strings.TrimPrefix(ref.Namespace+"/"+ref.Name, "/")
-			if ref.Subresource != "" {
-				object += "/" + ref.Subresource
-			}
-			out = append(out, Violation{RuleOneWriter, object,
+		if holder := leases.holderAt(w.Received); writer != holder {
+			out = append(out, Violation{RuleOneWriter, describe(w.ObjectRef),
 				"writes from the Lease holder " + holder + " only",
 				fmt.Sprintf("%s by %s at %s", w.Verb, writer, w.Received.Format(time.RFC3339Nano))})
 		}
 	}
 	return out, judged, nil
+}
+
+// scanAgentEvents calls each with every complete event (or one the server
+// panicked on or cut off) of a request of the agent that names an object.
+func scanAgentEvents(r io.Reader, each func(auditEvent) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fmt.Errorf("unreadable audit event: %w", err)
+		}
+		if (e.Stage != "ResponseComplete" && e.Stage != "Panic") || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
+			continue
+		}
+		if err := each(e); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
 
 func isLease(ref *auditObjectRef, namespace string) bool {

@@ -144,6 +144,9 @@ type Checker struct {
 	// AgentName and AgentNamespace are the agent's name and the namespace
 	// of its state Secrets.
 	AgentName, AgentNamespace string
+	// Partitions are the agent's partitions: each reports its own
+	// SyncReady.<partition> condition, and none the unpartitioned one.
+	Partitions []string
 	// Workspaces are every workspace that binds the export: objects of any
 	// other logical cluster are orphans.
 	Workspaces []Workspace
@@ -664,7 +667,17 @@ func (c *Checker) checkConditions(ctx context.Context) ([]Violation, error) {
 			reason, _ := cond["reason"].(string)
 			seen[t] = status + "/" + reason
 		}
-		for _, want := range [][2]string{{"Ready", "True"}, {"SyncReady", "True/Running"}} {
+		wants := [][2]string{{"Ready", "True"}, {"SyncReady", "True/Running"}}
+		if len(c.Partitions) > 0 {
+			wants = wants[:1]
+			for _, p := range c.Partitions {
+				wants = append(wants, [2]string{"SyncReady." + p, "True/Running"})
+			}
+			if got, found := seen["SyncReady"]; found {
+				out = append(out, Violation{RuleConditions, "PublishedResource " + r.Name, "no SyncReady beside SyncReady.<partition>", "SyncReady=" + got})
+			}
+		}
+		for _, want := range wants {
 			if got := seen[want[0]]; got != want[1] && !strings.HasPrefix(got, want[1]+"/") {
 				out = append(out, Violation{RuleConditions, "PublishedResource " + r.Name, want[0] + "=" + want[1], want[0] + "=" + got})
 			}

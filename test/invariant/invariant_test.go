@@ -63,11 +63,17 @@ func localCopy(ws, name string, spec map[string]any) *unstructured.Unstructured 
 
 // publishedResource is the PublishedResource things with its conditions.
 func publishedResource(ready, syncReady string) *unstructured.Unstructured {
+	return withConditions([2]string{"Ready", ready}, [2]string{"SyncReady", syncReady})
+}
+
+// withConditions is the PublishedResource things with the conditions
+// (type, "status/reason").
+func withConditions(conds ...[2]string) *unstructured.Unstructured {
 	o := &unstructured.Unstructured{}
 	o.SetGroupVersionKind(schema.GroupVersionKind{Group: "syncagent.kcp.io", Version: "v1alpha1", Kind: "PublishedResource"})
 	o.SetName("things")
 	var conditions []any
-	for _, c := range [][2]string{{"Ready", ready}, {"SyncReady", syncReady}} {
+	for _, c := range conds {
 		status, reason, _ := strings.Cut(c[1], "/")
 		conditions = append(conditions, map[string]any{"type": c[0], "status": status, "reason": reason})
 	}
@@ -132,6 +138,8 @@ type world struct {
 	gone []ctrlruntimeclient.Object
 	// copyNamespace: Resource.CopyNamespace.
 	copyNamespace func(string) bool
+	// partitions: Checker.Partitions.
+	partitions []string
 }
 
 func consistent() *world {
@@ -156,7 +164,7 @@ func (w *world) check(t *testing.T) []Violation {
 	c := &Checker{
 		Service:   fake.NewClientBuilder().WithObjects(w.service...).Build(),
 		AgentName: "agent", AgentNamespace: "kcp-system",
-		CreatedNamespaces: true,
+		CreatedNamespaces: true, Partitions: w.partitions,
 		Resources: []Resource{{
 			Name: "things", Kcp: kcpThing, Local: localThing, KcpNamespaced: true, Status: true,
 			Spec: func(kcp map[string]any) map[string]any {
@@ -349,6 +357,17 @@ func TestChecker(t *testing.T) {
 		{name: "a PublishedResource that does not say it syncs", change: func(w *world) {
 			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "things" })
 			w.service = append(w.service, publishedResource("False/NotReady", "False/EndpointUnreachable"))
+		}, want: []string{"conditions-true PublishedResource things", "conditions-true PublishedResource things"}},
+		{name: "each partition says it syncs", change: func(w *world) {
+			w.partitions = []string{"eu", "us"}
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "things" })
+			w.service = append(w.service, withConditions([2]string{"Ready", "True/Ready"}, [2]string{"SyncReady.eu", "True/Running"}, [2]string{"SyncReady.us", "True/Running"}))
+		}},
+		{name: "a partition that does not sync, and an unpartitioned SyncReady beside the partitions'", change: func(w *world) {
+			w.partitions = []string{"eu", "us"}
+			w.service = slices.DeleteFunc(w.service, func(o ctrlruntimeclient.Object) bool { return o.GetName() == "things" })
+			w.service = append(w.service, withConditions([2]string{"Ready", "True/Ready"}, [2]string{"SyncReady", "True/Running"},
+				[2]string{"SyncReady.eu", "True/Running"}, [2]string{"SyncReady.us", "False/NoEndpoints"}))
 		}, want: []string{"conditions-true PublishedResource things", "conditions-true PublishedResource things"}},
 		{name: "the state of a deleted object of another kind with a live object's name", change: func(w *world) {
 			gadget := state("ws1", "a")

@@ -15,9 +15,6 @@
 package invariant
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 )
@@ -32,16 +29,7 @@ import (
 func LeasesOfWriters(r io.Reader, namespace, group string) (map[string]map[string]bool, error) {
 	leaseOf := map[string]string{}
 	var writes []auditEvent
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
-	for sc.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("unreadable audit event: %w", err)
-		}
-		if (e.Stage != "ResponseComplete" && e.Stage != "Panic") || e.ObjectRef == nil || !strings.HasPrefix(e.UserAgent, agentUserAgent) {
-			continue
-		}
+	err := scanAgentEvents(r, func(e auditEvent) error {
 		ref := e.ObjectRef
 		switch {
 		case isLease(ref, namespace):
@@ -52,8 +40,9 @@ func LeasesOfWriters(r io.Reader, namespace, group string) (map[string]map[strin
 		case ref.APIGroup == group && isWrite(e.Verb):
 			writes = append(writes, e)
 		}
-	}
-	if err := sc.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]map[string]bool{}
