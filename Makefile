@@ -123,13 +123,14 @@ test-e2e-other-kcp: ## The e2e tests of behaviour that differs between kcp versi
 SEED         ?=
 DURATION     ?= 2m
 WORKSPACES   ?= 8
+PARTITIONED  ?=
 SOAK_TIMEOUT ?= 120m
 SOAK_DIR      = $(ARTIFACTS)/soak$(if $(SEED),-$(SEED))
 .PHONY: soak
-soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m, WORKSPACES=8); logs in _artifacts/soak-<seed>.
+soak: testbed build refschema ## Randomized operations and faults against the invariant checker (SEED=…, DURATION=2m, WORKSPACES=8, PARTITIONED=1); logs in _artifacts/soak-<seed>.
 	rm -rf $(SOAK_DIR) && mkdir -p $(SOAK_DIR)
 	$(TESTBED_ENV) AGENT_BIN=$(CURDIR)/$(BIN_DIR)/api-syncagent REFSCHEMA_BIN=$(CURDIR)/$(BIN_DIR)/refschema ARTIFACTS=$(SOAK_DIR) \
-		E2E_NO_SHARED_KCP=1 SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) SOAK_WORKSPACES=$(WORKSPACES) \
+		E2E_NO_SHARED_KCP=1 SOAK_SEED=$(SEED) SOAK_DURATION=$(DURATION) SOAK_WORKSPACES=$(WORKSPACES) SOAK_PARTITIONED=$(PARTITIONED) \
 		go test -tags 'e2e soak' -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(SOAK_DIR)/soak.log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
 
 # The short soak of `make test`: a fixed list of seeds (a deterministic

@@ -308,7 +308,7 @@ func (w *soakWorld) excludeRed(ctx context.Context, pause func(), result func(st
 // unbound and bound again during the run could not sync into it again).
 // It returns the unbound workspace (nil if none could be) and whether the
 // widgets were left deselected.
-func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSet, log *opLog) (*framework.Workspace, bool) {
+func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, first *firstAgent, log *opLog) (*framework.Workspace, bool) {
 	ctx := t.Context()
 	result := func(op string, err error) {
 		if err != nil {
@@ -318,15 +318,19 @@ func (w *soakWorld) finalPhase(t *testing.T, rnd *rand.Rand, replicas *replicaSe
 	}
 	end := w.faults.begin(causeUnbind)
 	defer end()
-	replicas.stopAll(log)
-	replicas.args = append(slices.DeleteFunc(replicas.args, func(a string) bool { return a == "--delete-created-namespaces=false" }), "--delete-created-namespaces=true")
+	for _, replicas := range first.sets {
+		replicas.stopAll(log)
+		replicas.args = append(slices.DeleteFunc(replicas.args, func(a string) bool { return a == "--delete-created-namespaces=false" }), "--delete-created-namespaces=true")
+	}
 	gone := w.unbindOne(ctx, rnd, result)
 	// One after the other, as during the run: two replicas started at the
 	// same moment race for the free Lease, and client-go logs the loser's
 	// conflict at ERROR.
-	replicas.start(log)
-	replicas.awaitLeaderOrExit(2 * soakLease)
-	replicas.heal(log)
+	for _, replicas := range first.sets {
+		replicas.start(log)
+		replicas.awaitLeaderOrExit(2 * soakLease)
+		replicas.heal(log)
+	}
 	if gone != nil {
 		binding := &kcpapisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: w.f.Export.Name}}
 		result("final-unbound-while-down wait ws="+gone.ClusterName, poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {

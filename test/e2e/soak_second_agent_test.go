@@ -69,6 +69,7 @@ func (w *soakWorld) checkers(workspaces []*framework.Workspace, resources []inva
 		}
 	}
 	first = checkerOf(w.f, workspaces, own...)
+	first.Partitions = w.partitions
 	second = checkerOf(w.f, workspaces, others...)
 	second.AgentName = soakSecondAgent
 	return first, second

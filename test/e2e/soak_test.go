@@ -159,9 +159,10 @@ func soakCRDs() []*apiextensionsv1.CustomResourceDefinition {
 // TestSoak runs randomized operations and faults against the invariant
 // checker. SOAK_SEED replays a schedule (the seed is logged at the start),
 // SOAK_DURATION sets how long operations run (default 2 minutes),
-// SOAK_WORKSPACES how many workspaces bind at the start (default 8). The
-// log of every operation and fault is written to the test's artifacts
-// (soak-ops.log).
+// SOAK_WORKSPACES how many workspaces bind at the start (default 8),
+// SOAK_PARTITIONED (any value) runs the first agent as two partitions
+// (see soakPartitions). The log of every operation and fault is written to
+// the test's artifacts (soak-ops.log).
 func TestSoak(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("SOAK_SEED"); v != "" {
@@ -181,7 +182,12 @@ func TestSoak(t *testing.T) {
 		framework.Must(t, err, "parse SOAK_WORKSPACES")
 		workspaces = n
 	}
-	t.Logf("soak seed %d, duration %s, %d workspaces (replay: make soak SEED=%d DURATION=%s)", seed, duration, workspaces, seed, duration)
+	partitioned := os.Getenv("SOAK_PARTITIONED") != ""
+	replay := fmt.Sprintf("make soak SEED=%d DURATION=%s", seed, duration)
+	if partitioned {
+		replay += " PARTITIONED=1"
+	}
+	t.Logf("soak seed %d, duration %s, %d workspaces, partitioned %v (replay: %s)", seed, duration, workspaces, partitioned, replay)
 
 	t.Setenv(framework.EnvServiceAudit, "true") // who wrote what, for the analysis of a violation
 	k := framework.StartShardedKcp(t)
@@ -198,22 +204,31 @@ func TestSoak(t *testing.T) {
 	// finalPhase).
 	args := f.AgentArgs("--enable-leader-election=true", "--published-resource-selector="+soakAgentLabel+"=yes",
 		"--state-sweep-interval=5s", "--delete-created-namespaces=false")
-	replicas := &replicaSet{t: t, args: args, pprof: map[*framework.Agent]string{}}
-	replicas.start(nil)
+	replicas := startFirstAgent(t, f, k, args, partitioned)
 	second := startSecondAgent(t, f)
 	for _, pr := range soakPRs() {
 		f.Service.WaitForPublishedResource(t, pr.Name, schemaTimeout, "ExportReady", exportReady)
 	}
 	exp, err := getExport(t.Context(), f.Org, f.Export.Name)
 	framework.Must(t, err, "get export")
-	w := &soakWorld{f: f, k: k, claims: exp.Spec.PermissionClaims, unbound: map[string]bool{}, faults: &faultWindows{}}
+	w := &soakWorld{f: f, k: k, claims: exp.Spec.PermissionClaims, unbound: map[string]bool{}, faults: &faultWindows{},
+		partitions: replicas.partitions(), shardOf: map[string]string{}}
 	w.faults.begin(causeStop) // any replica may be stopped at any time
 	for i := range workspaces {
 		w.ws = append(w.ws, w.newWorkspace(t, []string{framework.RootShard, framework.SecondShard}[i%2]))
 	}
 	for _, pr := range soakPRs() {
-		f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, "SyncReady",
-			framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+		conditions := replicas.syncReady()
+		if pr.Name == soakGadgets.pr {
+			conditions = []string{syncagentv1alpha1.ConditionSyncReady} // the second agent's
+		}
+		for _, c := range conditions {
+			f.Service.WaitForPublishedResource(t, pr.Name, syncTimeout, c,
+				framework.HasCondition(c, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning))
+		}
+	}
+	if replicas.part != nil {
+		replicas.part.learnEndpoints(t)
 	}
 
 	log := &opLog{start: time.Now()}
@@ -263,7 +278,7 @@ func TestSoak(t *testing.T) {
 		toSecondUser := false
 		loop(200, soakRotateEvery, func(*rand.Rand) {
 			toSecondUser = !toSecondUser
-			replicas.rotateToken(f, toSecondUser, log)
+			rotateToken(f, replicas.running(), toSecondUser, log)
 		})
 	}
 	wg.Wait()
@@ -275,6 +290,9 @@ func TestSoak(t *testing.T) {
 	replicas.heal(log)
 	second.heal(log)
 	quiet := time.Now()
+	if replicas.part != nil {
+		replicas.part.atHome(t)
+	}
 	w.convergedBoth(t, log.explain, w.resources())
 	log.add("converged after %s", time.Since(quiet).Round(time.Second))
 	replicas.oneLeaderRunning(t, firstAgentKinds)
@@ -291,10 +309,12 @@ func TestSoak(t *testing.T) {
 	if now := w.exportVersion(t); now != atRest {
 		t.Errorf("the APIExport was written while both agents were at rest (resourceVersion %s, %s later %s): the agents fight over it", atRest, soakSettle, now)
 	}
-	survivor := replicas.leader(t)
+	// With partitions, the first partition's leader is compared.
+	judged := replicas.sets[0]
+	survivor := judged.leader(t)
 	before := metricValue(t, survivor, "go_goroutines")
 	log.add("leader-handover goroutines=%v rss=%.0fMiB", before, metricValue(t, survivor, "process_resident_memory_bytes")/(1<<20))
-	replicas.dumpGoroutines(survivor, "goroutines-run-leader.txt")
+	judged.dumpGoroutines(survivor, "goroutines-run-leader.txt")
 	survivor.Stop(30 * time.Second)
 	replicas.heal(log)
 	replicas.oneLeaderRunning(t, firstAgentKinds)
@@ -314,10 +334,10 @@ func TestSoak(t *testing.T) {
 	}
 	w.convergedBoth(t, log.explain, w.resources())
 	time.Sleep(soakSettle)
-	newLeader := replicas.leader(t)
+	newLeader := judged.leader(t)
 	fresh := metricValue(t, newLeader, "go_goroutines")
 	log.add("fresh-leader goroutines=%v rss=%.0fMiB", fresh, metricValue(t, newLeader, "process_resident_memory_bytes")/(1<<20))
-	replicas.dumpGoroutines(newLeader, "goroutines-fresh-leader.txt")
+	judged.dumpGoroutines(newLeader, "goroutines-fresh-leader.txt")
 	if before > fresh*(1+soakGoroutineSlack) {
 		t.Errorf("the run's leader held %v goroutines, a fresh leader of the same workspaces %v", before, fresh)
 	}
@@ -367,11 +387,15 @@ func TestSoak(t *testing.T) {
 	// Every replica's log, the stopped ones' too (at the end, when the
 	// last leader has stopped as well).
 	t.Cleanup(func() {
-		for _, a := range append(slices.Clone(replicas.all), second.all...) {
+		for _, a := range append(replicas.all(), second.all...) {
 			a.Stop(30 * time.Second)
 			noUnexpectedErrors(t, a, w.faults, log)
 		}
-		oneWriter(t, f, "syncagent."+f.Export.Name+"-syncagent", log)
+		if replicas.part != nil {
+			replicas.part.oneWriterEach(t, w, log)
+		} else {
+			oneWriter(t, f, "syncagent."+f.Export.Name+"-syncagent", log)
+		}
 		oneWriter(t, f, "syncagent."+soakSecondAgent, log)
 	})
 	t.Logf("operations and faults: %s", log.summary())
@@ -416,6 +440,10 @@ type soakWorld struct {
 	// exist (end zero: not back yet); deletes are the widget deletions.
 	gone    [][2]time.Time
 	deletes []soakDelete
+	// partitions are the first agent's (nil: unpartitioned); shardOf is
+	// the shard of every workspace created, by cluster name.
+	partitions []string
+	shardOf    map[string]string
 	// operator is what the operator last set on a local copy (by UID,
 	// with the resourceVersion of that write).
 	operator map[types.UID]soakOperator
@@ -436,8 +464,18 @@ type soakOperator struct {
 // newWorkspace creates a workspace on a shard and binds the export.
 func (w *soakWorld) newWorkspace(t *testing.T, shard string) *framework.Workspace {
 	ws := w.k.CreateWorkspaceOnShard(t, w.f.Org.Path, framework.RandomName("consumer"), "universal", shard)
+	w.mu.Lock()
+	w.shardOf[ws.ClusterName] = shard
+	w.mu.Unlock()
 	framework.Must(t, w.bind(t.Context(), ws), "bind the export in %s", ws.Path)
 	return ws
+}
+
+// shards is the shard of every workspace created, by cluster name.
+func (w *soakWorld) shards() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.shardOf)
 }
 
 // bind creates the workspace's APIBinding with every claim accepted and
@@ -1042,8 +1080,6 @@ type replicaSet struct {
 	// checked as well.
 	all   []*framework.Agent
 	pprof map[*framework.Agent]string // the /debug/pprof address of each
-	// deck holds the kinds of the next faults (only the fault loop uses it).
-	deck []int
 }
 
 // dumpGoroutines writes a replica's goroutine stacks to the artifacts.
@@ -1060,7 +1096,8 @@ func (r *replicaSet) dumpGoroutines(a *framework.Agent, name string) {
 }
 
 // The kinds of fault. Faults are dealt from a deck that holds each kind
-// once, shuffled by the seed: each deck of five faults covers every kind.
+// once, shuffled by the seed: each deck of five faults (six with
+// partitions: faultMove) covers every kind.
 const (
 	faultKill = iota
 	faultTerm
@@ -1068,20 +1105,17 @@ const (
 	faultShard
 	faultService
 	faultKinds
+	// faultMove (partitions only): see soakPartitions.move.
+	faultMove = faultKinds
 )
 
-// fault injects one fault and heals it: SIGKILL or SIGTERM of a random
+// fault injects one fault of a kind and heals it: SIGKILL or SIGTERM of a random
 // replica (a new one starts 2–5 s later), SIGSTOP of the leader for longer
 // than its lease (then SIGCONT: it must step down; if it exits, a new
 // replica starts), the second kcp shard stopped for 5–20 s, or the service
 // kube-apiserver killed and started again 3–10 s later (replicas that
 // lost the lease and exited are replaced when it is back).
-func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.ServiceCluster, faults *faultWindows, log *opLog) {
-	if len(r.deck) == 0 {
-		r.deck = rnd.Perm(faultKinds)
-	}
-	kind := r.deck[0]
-	r.deck = r.deck[1:]
+func (r *replicaSet) fault(kind int, rnd *rand.Rand, k *framework.Kcp, svc *framework.ServiceCluster, faults *faultWindows, log *opLog) {
 	switch kind {
 	case faultKill, faultTerm:
 		r.mu.Lock()
@@ -1160,19 +1194,15 @@ func (r *replicaSet) fault(rnd *rand.Rand, k *framework.Kcp, svc *framework.Serv
 	}
 }
 
-// start starts a replica (log: nil before the run).
 // rotateToken writes the kcp kubeconfig with the other agent user's token
 // and logs how many of the running replicas reloaded it within a minute
 // (the old token stays valid: a replica that misses it, paused or
 // starting, goes on with the old one).
-func (r *replicaSet) rotateToken(f *framework.Fixture, second bool, log *opLog) {
+func rotateToken(f *framework.Fixture, agents []*framework.Agent, second bool, log *opLog) {
 	cfg, user := f.Kcp.AgentConfig(f.Org.Path), framework.AgentUser
 	if second {
 		cfg, user = f.Kcp.SecondAgentConfig(f.Org.Path), framework.SecondAgentUser
 	}
-	r.mu.Lock()
-	agents := slices.Clone(r.agents)
-	r.mu.Unlock()
 	before := map[*framework.Agent]float64{}
 	for _, a := range agents {
 		before[a], _ = scrapeMetric(context.Background(), a, "sync_agent_kcp_kubeconfig_reloads_total", `result="success"`)
@@ -1198,6 +1228,14 @@ func (r *replicaSet) rotateToken(f *framework.Fixture, second bool, log *opLog) 
 	log.add("fault-token-rotate user=%s reloaded=%d/%d", user, reloaded, len(agents))
 }
 
+// running are the replicas started and not stopped by the soak.
+func (r *replicaSet) running() []*framework.Agent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.agents)
+}
+
+// start starts a replica (log: nil before the run).
 func (r *replicaSet) start(log *opLog) {
 	pprof := framework.MustFreeAddress(r.t)
 	a := framework.StartAgent(r.t, append(slices.Clone(r.args), "--pprof-address="+pprof)...)

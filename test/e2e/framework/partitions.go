@@ -15,6 +15,8 @@
 package framework
 
 import (
+	"context"
+
 	kcpapisv1alpha1 "github.com/kcp-dev/kcp/sdk/apis/apis/v1alpha1"
 	kcpcorev1alpha1 "github.com/kcp-dev/kcp/sdk/apis/core/v1alpha1"
 
@@ -29,17 +31,27 @@ import (
 // which the Partitions of CreatePartitions select shards.
 func LabelShard(t T, k *Kcp, shard, region string) {
 	t.Helper()
+	Must(t, SetShardRegion(t.Context(), k, shard, region), "label shard %s", shard)
+}
+
+// SetShardRegion is LabelShard for callers that handle the error (a
+// goroutine of a test).
+func SetShardRegion(ctx context.Context, k *Kcp, shard, region string) error {
 	root, err := k.AdminClient("root")
-	Must(t, err, "root client")
+	if err != nil {
+		return err
+	}
 	s := &kcpcorev1alpha1.Shard{}
-	Must(t, root.Get(t.Context(), types.NamespacedName{Name: shard}, s), "get shard %s", shard)
+	if err := root.Get(ctx, types.NamespacedName{Name: shard}, s); err != nil {
+		return err
+	}
 	patch := ctrlruntimeclient.MergeFrom(s.DeepCopy())
 	// Added to the shard's labels: workspaces are placed by its name label.
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
 	s.Labels["region"] = region
-	Must(t, root.Patch(t.Context(), s, patch), "label shard %s", shard)
+	return root.Patch(ctx, s, patch)
 }
 
 // CreatePartitions creates in org, for each region, a Partition selecting
