@@ -112,7 +112,8 @@ func startFirstAgent(t *testing.T, f *framework.Fixture, k *framework.Kcp, args 
 	}), "let the second agent user read the slices")
 	a := &firstAgent{part: p}
 	for i, region := range regions {
-		extra := []string{"--apiexportendpointslice-ref=" + p.slice(region)}
+		// The agent name is given: by default it derives from the slice's.
+		extra := []string{"--apiexportendpointslice-ref=" + p.slice(region), "--agent-name=" + p.agent}
 		if i > 0 {
 			extra = append(extra, "--disabled-controllers=apiresourceschema,apiexport")
 		}
