@@ -136,18 +136,6 @@ func (a *firstAgent) partitions() []string {
 	return out
 }
 
-// syncReady is the condition type each set reports.
-func (a *firstAgent) syncReady() []string {
-	if a.part == nil {
-		return []string{"SyncReady"}
-	}
-	var out []string
-	for _, p := range a.partitions() {
-		out = append(out, "SyncReady."+p)
-	}
-	return out
-}
-
 func (a *firstAgent) start(log *opLog) {
 	for _, r := range a.sets {
 		r.start(log)

@@ -74,12 +74,38 @@ func (w *soakWorld) selectPR(ctx context.Context, name string, selected bool) er
 // longer selects: its release finalizer is gone (its objects lost the
 // agent's finalizer first).
 func (w *soakWorld) waitReleased(ctx context.Context, name string) error {
-	fin := keys.ReleaseFinalizer(w.f.Export.Name + "-syncagent")
 	return poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 		pr := &syncagentv1alpha1.PublishedResource{}
 		err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: name}, pr)
-		return err == nil && !slices.Contains(pr.Finalizers, fin), err
+		return err == nil && !slices.ContainsFunc(w.releaseFinalizers(), func(f string) bool { return slices.Contains(pr.Finalizers, f) }), err
 	})
+}
+
+// releaseFinalizers are the first agent's release finalizers: one, or
+// one per partition.
+func (w *soakWorld) releaseFinalizers() []string {
+	agent := w.f.Export.Name + "-syncagent"
+	if len(w.partitions) == 0 {
+		return []string{keys.ReleaseFinalizer(agent)}
+	}
+	var out []string
+	for _, p := range w.partitions {
+		out = append(out, keys.ReleaseFinalizerIn(agent, p))
+	}
+	return out
+}
+
+// syncReady is the first agent's SyncReady condition types: one, or one
+// per partition.
+func (w *soakWorld) syncReady() []string {
+	if len(w.partitions) == 0 {
+		return []string{syncagentv1alpha1.ConditionSyncReady}
+	}
+	var out []string
+	for _, p := range w.partitions {
+		out = append(out, syncagentv1alpha1.ConditionSyncReady+"."+p)
+	}
+	return out
 }
 
 // widgetsAway opens a window in which the widgets PublishedResource does
@@ -251,12 +277,11 @@ func (w *soakWorld) widgetsBack(ctx context.Context, window int, deselected bool
 		err = w.selectPR(ctx, "widgets", true)
 		if err == nil {
 			// Its conditions stayed as they were while it was deselected:
-			// the agent's release finalizer says it took it up again.
-			fin := keys.ReleaseFinalizer(w.f.Export.Name + "-syncagent")
+			// the agent's release finalizers say it took it up again.
 			err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 				pr := &syncagentv1alpha1.PublishedResource{}
 				err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
-				return err == nil && slices.Contains(pr.Finalizers, fin), err
+				return err == nil && !slices.ContainsFunc(w.releaseFinalizers(), func(f string) bool { return !slices.Contains(pr.Finalizers, f) }), err
 			})
 		}
 	} else {
@@ -272,7 +297,9 @@ func (w *soakWorld) widgetsBack(ctx context.Context, window int, deselected bool
 		err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
 			pr := &syncagentv1alpha1.PublishedResource{}
 			err := w.f.Service.Client.Get(ctx, types.NamespacedName{Name: "widgets"}, pr)
-			return err == nil && framework.HasCondition(syncagentv1alpha1.ConditionSyncReady, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)(pr), err
+			return err == nil && !slices.ContainsFunc(w.syncReady(), func(c string) bool {
+				return !framework.HasCondition(c, metav1.ConditionTrue, syncagentv1alpha1.ReasonRunning)(pr)
+			}), err
 		})
 	}
 	if err == nil {

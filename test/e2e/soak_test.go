@@ -218,7 +218,7 @@ func TestSoak(t *testing.T) {
 		w.ws = append(w.ws, w.newWorkspace(t, []string{framework.RootShard, framework.SecondShard}[i%2]))
 	}
 	for _, pr := range soakPRs() {
-		conditions := replicas.syncReady()
+		conditions := w.syncReady()
 		if pr.Name == soakGadgets.pr {
 			conditions = []string{syncagentv1alpha1.ConditionSyncReady} // the second agent's
 		}
