@@ -233,6 +233,7 @@ func (c *claim) write(ctx context.Context, lease *coordinationv1.Lease, exists b
 	lease.Annotations[keys.ListingsAnnotation] = string(listings)
 	setOrDelete(lease.Annotations, keys.HolderPartitionAnnotation, rec.HolderPartition)
 	setOrDelete(lease.Annotations, keys.HandoverToAnnotation, rec.HandoverTo)
+	setOrDelete(lease.Annotations, keys.MoveToAnnotation, rec.MoveTo)
 	holder := lease.Spec.HolderIdentity
 	lease.Spec.HolderIdentity = ptr.To(rec.Holder)
 	lease.Spec.LeaseDurationSeconds = ptr.To(max(1, int32(c.cfg.Timing.LeaseDuration/time.Second)))
@@ -265,6 +266,7 @@ func record(lease *coordinationv1.Lease, exists bool) (Record, error) {
 		Holder:          ptr.Deref(lease.Spec.HolderIdentity, ""),
 		HolderPartition: lease.Annotations[keys.HolderPartitionAnnotation],
 		HandoverTo:      lease.Annotations[keys.HandoverToAnnotation],
+		MoveTo:          lease.Annotations[keys.MoveToAnnotation],
 	}
 	if s := lease.Annotations[keys.ListingsAnnotation]; s != "" {
 		if err := json.Unmarshal([]byte(s), &rec.Listings); err != nil {

@@ -41,6 +41,11 @@ type Record struct {
 	// HandoverTo is the partition that asked the holder to give the
 	// endpoint up.
 	HandoverTo string
+	// MoveTo is the partition an administrator moved the endpoint to
+	// (kcp does not list a shard again in a slice that still lists it, so
+	// a shard moved back is told this way): that partition's agent makes
+	// itself the home once its slice lists the endpoint.
+	MoveTo string
 	// Listings: for each partition whose slice lists the endpoint, when it
 	// was first seen listed, as a sequence number (higher: later).
 	Listings map[string]int64
@@ -128,6 +133,12 @@ func Decide(v View, t Timing) Decision {
 		} else {
 			delete(rec.Listings, v.Partition)
 		}
+	}
+	if rec.MoveTo == v.Partition && v.Listed {
+		// Moved here: listed last, whatever the slices did before.
+		rec.Listings[v.Partition] = nextListing(rec.Listings)
+		rec.MoveTo = ""
+		listed = true
 	}
 	home := rec.Home()
 	switch {

@@ -188,13 +188,15 @@ func EndpointLease(agentName, url string) string {
 
 // The annotations (ours) on an endpoint's Lease: the endpoint's URL, the
 // holder's partition, the partition that asked the holder to give the
-// endpoint up, and the order in which the partitions' slices listed it
-// (JSON, partition to sequence number).
+// endpoint up, the order in which the partitions' slices listed it (JSON,
+// partition to sequence number), and the partition an administrator moved
+// it to (set by hand, cleared by that partition's agent).
 const (
 	EndpointURLAnnotation     = "syncagent.kcp.io/endpoint-url"
 	HolderPartitionAnnotation = "syncagent.kcp.io/holder-partition"
 	HandoverToAnnotation      = "syncagent.kcp.io/handover-to"
 	ListingsAnnotation        = "syncagent.kcp.io/listings"
+	MoveToAnnotation          = "syncagent.kcp.io/move-to"
 )
 
 // PublisherOf (ours) is the annotation on the APIExport that names, for

@@ -31,7 +31,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
@@ -252,9 +251,11 @@ func (p *soakPartitions) atHome(t *testing.T) {
 }
 
 // move moves a random shard to the other partition the way docs/sizing.md
-// tells (relabel the shard, touch the receiving slice, re-create the
-// giving one so that it stops listing the shard), lets it be served there
-// for 10–30 s while the clients go on, and moves it back the same way.
+// tells (relabel the shard, touch the receiving slice so that kcp lists it
+// there, and annotate the endpoint's Lease with the receiving partition:
+// kcp keeps listing the shard in the giving partition's slice, so a move
+// back would not be seen otherwise), lets it be served there for 10–30 s
+// while the clients go on, and moves it back the same way.
 // Each move is waited for until the receiving partition's agent holds the
 // endpoint's Lease (at most soakMoveTimeout) and logged with how long it
 // took.
@@ -267,16 +268,16 @@ func (p *soakPartitions) move(rnd *rand.Rand, faults *faultWindows, log *opLog) 
 	hold := time.Duration(10+rnd.IntN(21)) * time.Second
 	defer faults.begin(causeMove)()
 	log.add("fault-shard-move %s %s->%s for %s", r.shard, r.partition, other, hold)
-	if !p.moveTo(r.shard, r.partition, other, log) {
+	if !p.moveTo(r.shard, other, log) {
 		return
 	}
 	time.Sleep(hold)
-	p.moveTo(r.shard, other, r.partition, log)
+	p.moveTo(r.shard, r.partition, log)
 }
 
-// moveTo moves shard from one partition to another and waits for its
-// endpoint Lease; false when a step failed.
-func (p *soakPartitions) moveTo(shard, from, to string, log *opLog) bool {
+// moveTo moves shard to a partition and waits for its endpoint Lease;
+// false when a step failed.
+func (p *soakPartitions) moveTo(shard, to string, log *opLog) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), soakMoveTimeout)
 	defer cancel()
 	start := time.Now()
@@ -290,7 +291,7 @@ func (p *soakPartitions) moveTo(shard, from, to string, log *opLog) bool {
 	}
 	if !step("relabel", func() error { return framework.SetShardRegion(ctx, p.k, shard, to) }) ||
 		!step("touch "+p.slice(to), func() error { return p.touch(ctx, p.slice(to)) }) ||
-		!step("re-create "+p.slice(from), func() error { return p.recreate(ctx, p.slice(from)) }) {
+		!step("annotate "+p.lease[shard], func() error { return p.moveLease(ctx, shard, to) }) {
 		return false
 	}
 	err := poll(ctx, soakMoveTimeout, func(ctx context.Context) (bool, error) {
@@ -314,32 +315,17 @@ func (p *soakPartitions) touch(ctx context.Context, name string) error {
 	return p.f.Org.Client.Patch(ctx, s, patch)
 }
 
-// recreate deletes a slice and creates it again with the same spec: kcp
-// fills the new one with the shards its Partition selects only.
-func (p *soakPartitions) recreate(ctx context.Context, name string) error {
-	s := &kcpapisv1alpha1.APIExportEndpointSlice{}
-	err := p.f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, s)
-	switch {
-	case apierrors.IsNotFound(err): // deleted by an earlier try
-	case err != nil:
-		return err
-	default:
-		if err := p.f.Org.Client.Delete(ctx, s); ctrlruntimeclient.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	err = poll(ctx, soakAdminTimeout, func(ctx context.Context) (bool, error) {
-		err := p.f.Org.Client.Get(ctx, types.NamespacedName{Name: name}, &kcpapisv1alpha1.APIExportEndpointSlice{})
-		return apierrors.IsNotFound(err), ctrlruntimeclient.IgnoreNotFound(err)
-	})
-	if err != nil {
-		return fmt.Errorf("the deleted slice did not go: %w", err)
-	}
-	fresh := &kcpapisv1alpha1.APIExportEndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: s.Spec}
-	if err := p.f.Org.Client.Create(ctx, fresh); err != nil && !apierrors.IsAlreadyExists(err) {
+// moveLease tells the agents that the shard's endpoint moved to a
+// partition (syncagent.kcp.io/move-to, as an administrator would with
+// kubectl annotate).
+func (p *soakPartitions) moveLease(ctx context.Context, shard, to string) error {
+	lease := &coordinationv1.Lease{}
+	if err := p.f.Service.Client.Get(ctx, types.NamespacedName{Namespace: framework.AgentNamespace, Name: p.lease[shard]}, lease); err != nil {
 		return err
 	}
-	return nil
+	patch := ctrlruntimeclient.MergeFrom(lease.DeepCopy())
+	metav1.SetMetaDataAnnotation(&lease.ObjectMeta, keys.MoveToAnnotation, to)
+	return p.f.Service.Client.Patch(ctx, lease, patch)
 }
 
 // oneWriterEach checks the audit log: each partition's writes come from
