@@ -17,6 +17,7 @@ package endpointlease
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
@@ -90,9 +92,11 @@ func (s *serveLog) waitFor(t *testing.T, want string, within time.Duration) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	server := s.server()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	t.Fatalf("after %s the endpoint is served by %q, want %q (events %v)", within, s.server(), want, s.events)
+	events := slices.Clone(s.events)
+	s.mu.Unlock()
+	t.Fatalf("after %s the endpoint is served by %q, want %q (events %v)", within, server, want, events)
 }
 
 // TestClaimsHandOver: two partitions' agents claim one endpoint through its
@@ -139,6 +143,42 @@ func TestClaimsHandOver(t *testing.T) {
 	if fmt.Sprint(s.events) != fmt.Sprint(want) {
 		t.Errorf("events = %v, want %v", s.events, want)
 	}
+}
+
+// TestClaimsMoveBack: a shard moved from us to eu and back stays listed in
+// both slices, so only the administrator's syncagent.kcp.io/move-to tells
+// the agents: us makes itself the home again, eu gives the endpoint up,
+// and the annotation is removed.
+func TestClaimsMoveBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leases := fake.NewClientset()
+	s := &serveLog{t: t, serving: map[string]*fence.Fence{}}
+	const url = "https://shard-1.example/services/apiexport/x/y"
+	us := New(ctx, s.config("us", leases))
+	us.Set([]string{url})
+	s.waitFor(t, "us", 2*time.Second)
+	eu := New(ctx, s.config("eu", leases))
+	eu.Set([]string{url}) // moved to eu: listed there last
+	s.waitFor(t, "eu", 3*time.Second)
+
+	time.Sleep(200 * time.Millisecond) // moved back: nothing changes
+	if got := s.server(); got != "eu" {
+		t.Fatalf("the endpoint is served by %q before the annotation, want eu", got)
+	}
+	list, err := leases.CoordinationV1().Leases("agent").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("Leases: %v, %v", list, err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"` + keys.MoveToAnnotation + `":"us"}}}`)
+	if _, err := leases.CoordinationV1().Leases("agent").Patch(ctx, list.Items[0].Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(t, "us", 3*time.Second)
+	waitLease(t, leases, func(l *coordinationv1.Lease) bool {
+		_, annotated := l.Annotations[keys.MoveToAnnotation]
+		return !annotated && l.Annotations[keys.HolderPartitionAnnotation] == "us"
+	})
 }
 
 // TestClaimsDeleteUnlistedLease: the Lease of an endpoint that no slice
