@@ -47,6 +47,11 @@ func partitionChecks(o *options.Options, partition string, log logr.Logger) erro
 	if o.IsControllerEnabled(options.ControllerAPIResourceSchema) && !o.IsControllerEnabled(options.ControllerAPIExport) {
 		return errSchemasWithoutExportInPartition
 	}
+	if o.AgentNameDefaulted() {
+		// Each partition's slice has a name of its own: agents named after
+		// them would never meet on an endpoint's Lease.
+		log.Info("WARNING: the agent name was derived from the endpoint slice's name; the agents of every partition of an export must share one agent name (--agent-name), or two of them serve a shard that moved", "agentName", o.AgentName, "partition", partition)
+	}
 	if o.DeleteCreatedNamespaces {
 		o.DeleteCreatedNamespaces = false
 		log.Info("Not deleting the namespaces this agent created for workspaces that are gone: with a Partition, a workspace bound on another partition's shard looks gone from here", "partition", partition)

@@ -16,9 +16,12 @@ package app
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/options"
 )
@@ -52,5 +55,31 @@ func TestPartitionChecks(t *testing.T) {
 				t.Errorf("DeleteCreatedNamespaces %v, want %v", o.DeleteCreatedNamespaces, tc.wantDeleteNS)
 			}
 		})
+	}
+}
+
+// TestPartitionWarnsOfDefaultAgentName: an agent of a partition whose name
+// was derived from its slice's says so (each partition's slice has its
+// own name); one given its name does not.
+func TestPartitionWarnsOfDefaultAgentName(t *testing.T) {
+	for _, tc := range []struct {
+		agentName, partition string
+		want                 bool
+	}{
+		{"", "eu", true},
+		{"things", "eu", false},
+		{"", "", false},
+	} {
+		o := &options.Options{AgentName: tc.agentName, APIExportEndpointSliceRef: "things-eu"}
+		o.Complete()
+		var lines []string
+		log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
+		if err := partitionChecks(o, tc.partition, log); err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "must share one agent name") })
+		if got != tc.want {
+			t.Errorf("agent name %q, partition %q: warned %v, want %v (log %v)", tc.agentName, tc.partition, got, tc.want, lines)
+		}
 	}
 }

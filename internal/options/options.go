@@ -241,6 +241,10 @@ func (o *Options) Complete() {
 	}
 }
 
+// AgentNameDefaulted: --agent-name was not given, and Complete derived it
+// from the slice's (or export's) name.
+func (o *Options) AgentNameDefaulted() bool { return o.agentNameDefaulted }
+
 // Validate checks every option and returns all problems joined, plus
 // non-fatal warnings. It makes no API calls. It must run after Complete.
 func (o *Options) Validate() (warnings []string, err error) {
