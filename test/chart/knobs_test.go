@@ -37,6 +37,7 @@ func knobs() map[string]any {
 		"kcpKubeconfigKey": "kcp.yaml",
 		"kubeconfigKey":    "service.yaml",
 		"partition":        "eu",
+		"agentName":        "things",
 		"extraEnv": []any{
 			map[string]any{"name": "GOMEMLIMIT", "value": "400MiB"},
 			map[string]any{"name": "HTTPS_PROXY", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "proxy", "key": "url"}}},
@@ -145,6 +146,7 @@ func TestRender_refusesWhatBlocksOrDoubles(t *testing.T) {
 		{"minAvailable of every replica", pdb("minAvailable", 2), "allows no eviction"},
 		{"minAvailable above the replicas", pdb("minAvailable", "5"), "allows no eviction"},
 		{"two replicas without leader election", map[string]any{"enableLeaderElection": false}, "need enableLeaderElection"},
+		{"a partition without an agent name", map[string]any{"partition": "eu"}, "partition needs agentName"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Render(release, namespace, with(tc.values))
