@@ -134,15 +134,16 @@ soak: testbed build refschema ## Randomized operations and faults against the in
 		go test -tags 'e2e soak' -count=1 -timeout $(SOAK_TIMEOUT) -run '^TestSoak$$' -v ./test/e2e/ 2>&1 | tee $(SOAK_DIR)/soak.log | grep -E '^(--- |PASS|FAIL|ok|panic)|_test.go'
 
 # The short soak of `make test`: a fixed list of seeds (a deterministic
-# schedule in CI), SOAK_SHORT_DURATION of operations each. Seed 4 deals the
-# faults SIGTERM, SIGSTOP, SIGKILL and service kube-apiserver restart; seed
-# 249, with the first agent as two partitions, a kcp shard restart and a
-# shard move between the partitions: together every kind of fault.
-SOAK_SEEDS             ?= 4
+# schedule in CI), SOAK_SHORT_DURATION of operations each. Seeds 4 and 8
+# deal the faults SIGTERM, SIGSTOP, SIGKILL and service kube-apiserver
+# restart, kcp shard restart, SIGTERM first; seed 249, with the first agent
+# as two partitions, a kcp shard restart and a shard move between the
+# partitions: together every kind of fault.
+SOAK_SEEDS             ?= 4 8
 SOAK_PARTITIONED_SEEDS ?= 249
 SOAK_SHORT_DURATION    ?= 90s
 .PHONY: soak-short
-soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (4) and, partitioned, SOAK_PARTITIONED_SEEDS (249), SOAK_SHORT_DURATION (90s) each.
+soak-short: testbed build refschema ## The soak for each of SOAK_SEEDS (4 8) and, partitioned, SOAK_PARTITIONED_SEEDS (249), SOAK_SHORT_DURATION (90s) each.
 	@set -e; for s in $(SOAK_SEEDS); do \
 		echo "soak seed $$s, $(SOAK_SHORT_DURATION)"; \
 		$(MAKE) --no-print-directory soak SEED=$$s DURATION=$(SOAK_SHORT_DURATION) SOAK_TIMEOUT=20m; \

@@ -55,6 +55,8 @@ type Config struct {
 	// Frozen, if set, says that a release is under way: no endpoint
 	// changes hands (see View.Frozen).
 	Frozen func() bool
+	// Passive: the agent only releases (its sync is off): see View.Passive.
+	Passive bool
 	// Serve starts serving an endpoint whose writes pass f; Stop stops
 	// serving it and returns once nothing works on it any more. Changed
 	// says that the endpoints served changed. None of them may block on a
@@ -93,6 +95,8 @@ type claim struct {
 	status Status
 	// goneHolder: the holder named by the Lease before it was deleted.
 	goneHolder string
+	// loggedMoveTo: the move-to annotation last seen (logged once).
+	loggedMoveTo string
 	// published, if set, makes the state known at once (Claims.States)
 	// when the agent stops serving, before the step ends.
 	published func(Status)
@@ -131,7 +135,13 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	frozen := c.cfg.Frozen != nil && c.cfg.Frozen()
-	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed, Frozen: frozen}, c.cfg.Timing)
+	if rec.MoveTo != "" && rec.MoveTo != c.loggedMoveTo && rec.Holder == c.cfg.Identity {
+		if _, known := rec.Listings[rec.MoveTo]; !known {
+			c.log.Info("The endpoint's Lease asks to move it to a partition whose slice does not list it (yet): nothing moves until that partition's agent sees it listed", "lease", c.name, "moveTo", rec.MoveTo)
+		}
+	}
+	c.loggedMoveTo = rec.MoveTo
+	d := Decide(View{Exists: exists, Record: rec, Unchanged: now.Sub(c.observed), Partition: c.cfg.Partition, Identity: c.cfg.Identity, Listed: listed, Frozen: frozen, Passive: c.cfg.Passive}, c.cfg.Timing)
 	if d.Yield || c.serving && !d.Serve {
 		c.stopServing("given up")
 		// Writes under the fence are cut within RenewDeadline of the

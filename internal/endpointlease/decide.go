@@ -90,6 +90,11 @@ type View struct {
 	// endpoint changes hands, except one its slice no longer lists, so
 	// that each is released by the agent that holds it.
 	Frozen bool
+	// Passive: the agent only releases (its sync is off, as when its
+	// partition is retired): it takes no endpoint it does not hold and
+	// records no listing, so that it never becomes a home that serves
+	// nothing.
+	Passive bool
 }
 
 // Timing is how long a holder counts as alive without renewing.
@@ -125,6 +130,9 @@ type Decision struct {
 // Decide is one step of an agent's claim of an endpoint.
 func Decide(v View, t Timing) Decision {
 	rec := v.Record.clone()
+	if v.Passive && !(v.Exists && rec.Holder == v.Identity) {
+		return Decision{Record: rec}
+	}
 	listed := false
 	if _, ok := rec.Listings[v.Partition]; ok != v.Listed {
 		listed = true
@@ -135,9 +143,14 @@ func Decide(v View, t Timing) Decision {
 		}
 	}
 	if rec.MoveTo == v.Partition && v.Listed {
-		// Moved here: listed last, whatever the slices did before.
+		// Moved here: listed last, whatever the slices did before. An
+		// endpoint already given up for another partition is this one's
+		// to take (its holder waited before it let go).
 		rec.Listings[v.Partition] = nextListing(rec.Listings)
 		rec.MoveTo = ""
+		if rec.Holder == "" {
+			rec.HandoverTo = ""
+		}
 		listed = true
 	}
 	home := rec.Home()

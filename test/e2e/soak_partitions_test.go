@@ -300,6 +300,9 @@ func (p *soakPartitions) moveTo(shard, to string, log *opLog) bool {
 	})
 	holder, _ := p.holderPartition(context.Background(), shard)
 	log.add("fault-shard-moved %s to %s: endpoint Lease held by %q after %s (%v)", shard, to, holder, time.Since(start).Round(100*time.Millisecond), resultOf(err))
+	if err != nil {
+		p.t.Errorf("the endpoint of %s did not move to %s within %s: held by %q", shard, to, soakMoveTimeout, holder)
+	}
 	return true
 }
 
@@ -353,9 +356,11 @@ func (p *soakPartitions) oneWriterEach(t *testing.T, w *soakWorld, log *opLog) {
 		return p.lease[shardOf[cluster]]
 	})
 	framework.Must(t, err, "read the audit log")
-	log.add("endpoint-one-writer writes=%d violations=%d", writes, len(vs))
-	if writes == 0 {
-		t.Error("the audit log holds no write for a workspace: the endpoint one-writer check saw nothing")
+	log.add("endpoint-one-writer writes=%v violations=%d", writes, len(vs))
+	for _, r := range soakRegions {
+		if writes[p.lease[r.shard]] == 0 {
+			t.Errorf("the audit log holds no write for a workspace of %s: the endpoint one-writer check saw nothing there", r.shard)
+		}
 	}
 	for _, v := range vs {
 		t.Errorf("%s", v)

@@ -182,7 +182,7 @@ func TestSoak(t *testing.T) {
 		framework.Must(t, err, "parse SOAK_WORKSPACES")
 		workspaces = n
 	}
-	partitioned := os.Getenv("SOAK_PARTITIONED") != ""
+	partitioned := os.Getenv("SOAK_PARTITIONED") != "" && os.Getenv("SOAK_PARTITIONED") != "0"
 	replay := fmt.Sprintf("make soak SEED=%d DURATION=%s", seed, duration)
 	if partitioned {
 		replay += " PARTITIONED=1"

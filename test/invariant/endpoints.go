@@ -42,8 +42,8 @@ type WrittenObject struct {
 // successful write of the Lease that had completed (a deletion leaves it
 // without holder). The agent's replicas are every writer but those that
 // wrote a leader Lease (syncagent.…) other than leaders and none of
-// leaders. It also returns how many writes it judged.
-func EndpointOneWriter(r io.Reader, namespace string, leaders []string, endpointOf func(WrittenObject) string) ([]Violation, int, error) {
+// leaders. It also returns how many writes it judged, by endpoint Lease.
+func EndpointOneWriter(r io.Reader, namespace string, leaders []string, endpointOf func(WrittenObject) string) ([]Violation, map[string]int, error) {
 	holders := map[string]timeline{}
 	type write struct {
 		e        auditEvent
@@ -84,19 +84,19 @@ func EndpointOneWriter(r io.Reader, namespace string, leaders []string, endpoint
 		return nil
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	for _, l := range holders {
 		l.sort()
 	}
 	var out []Violation
-	judged := 0
+	judged := map[string]int{}
 	for _, w := range writes {
 		writer := writerOf(w.e)
 		if others[writer] && !ours[writer] {
 			continue // a replica of another agent
 		}
-		judged++
+		judged[w.endpoint]++
 		if holder := holders[w.endpoint].holderAt(w.e.Received); writer != holder {
 			out = append(out, Violation{RuleEndpointOneWriter, describe(w.e.ObjectRef),
 				"writes from the holder " + holder + " of the endpoint's Lease " + w.endpoint + " only",

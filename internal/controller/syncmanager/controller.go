@@ -311,6 +311,8 @@ func Add(mgr manager.Manager, opts Options) error {
 				SamePartitionAtOnce: opts.LeaderElection},
 			RenewDeadline: endpointRenewDeadline, RetryPeriod: endpointRetryPeriod,
 			Log: log.WithName("endpoint-lease"),
+			// An agent that only releases takes no endpoint it does not hold.
+			Passive: opts.ReleaseOnly,
 		}
 	}
 	f.warningEventsOnly = opts.KcpWarningEventsOnly
