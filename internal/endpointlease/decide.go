@@ -91,9 +91,10 @@ type View struct {
 	// that each is released by the agent that holds it.
 	Frozen bool
 	// Passive: the agent only releases (its sync is off, as when its
-	// partition is retired): it takes no endpoint it does not hold and
-	// records no listing, so that it never becomes a home that serves
-	// nothing.
+	// partition is retired): it records no listing and asks for nothing,
+	// so that it never becomes a home that serves nothing, and takes only
+	// an endpoint that an earlier process of its own partition held (whose
+	// objects are its to release).
 	Passive bool
 }
 
@@ -130,11 +131,11 @@ type Decision struct {
 // Decide is one step of an agent's claim of an endpoint.
 func Decide(v View, t Timing) Decision {
 	rec := v.Record.clone()
-	if v.Passive && !(v.Exists && rec.Holder == v.Identity) {
+	if v.Passive && !(v.Exists && rec.Holder != "" && rec.HolderPartition == v.Partition) {
 		return Decision{Record: rec}
 	}
 	listed := false
-	if _, ok := rec.Listings[v.Partition]; ok != v.Listed {
+	if _, ok := rec.Listings[v.Partition]; ok != v.Listed && !v.Passive {
 		listed = true
 		if v.Listed {
 			rec.Listings[v.Partition] = nextListing(rec.Listings)
@@ -142,7 +143,7 @@ func Decide(v View, t Timing) Decision {
 			delete(rec.Listings, v.Partition)
 		}
 	}
-	if rec.MoveTo == v.Partition && v.Listed {
+	if rec.MoveTo == v.Partition && v.Listed && !v.Passive {
 		// Moved here: listed last, whatever the slices did before. An
 		// endpoint already given up for another partition is this one's
 		// to take (its holder waited before it let go).
