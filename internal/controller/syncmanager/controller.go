@@ -311,7 +311,8 @@ func Add(mgr manager.Manager, opts Options) error {
 				SamePartitionAtOnce: opts.LeaderElection},
 			RenewDeadline: endpointRenewDeadline, RetryPeriod: endpointRetryPeriod,
 			Log: log.WithName("endpoint-lease"),
-			// An agent that only releases takes no endpoint it does not hold.
+			// An agent that only releases takes only the endpoints its own
+			// partition held (endpointlease.View.Passive).
 			Passive: opts.ReleaseOnly,
 		}
 	}
