@@ -195,7 +195,7 @@ func (c *claim) step(ctx context.Context) (bool, error) {
 	switch {
 	case c.serving:
 		c.status.State = Serving
-	case d.Record.Holder != "" && d.Record.HolderPartition != c.cfg.Partition:
+	case d.Record.Holder != "" && d.Record.HolderPartition != c.cfg.Partition, d.Abstain:
 		c.status.State = Elsewhere
 	}
 	// A write is read back by one more step (a release, then a delete).

@@ -93,8 +93,10 @@ type View struct {
 	// Passive: the agent only releases (its sync is off, as when its
 	// partition is retired): it records no listing and asks for nothing,
 	// so that it never becomes a home that serves nothing, and takes only
-	// an endpoint that an earlier process of its own partition held (whose
-	// objects are its to release).
+	// an endpoint whose objects are its partition's to release: one an
+	// earlier process of its partition held, or a free one (or one without
+	// a Lease) that no other partition lists or was handed to. It leaves
+	// any other to the other partitions (Decision.Abstain).
 	Passive bool
 }
 
@@ -126,13 +128,16 @@ type Decision struct {
 	// Yield: stop serving first, and write only once the writes under the
 	// endpoint's fence have been cut.
 	Yield bool
+	// Abstain: a passive agent leaves the endpoint to the other
+	// partitions; its objects are not this agent's to release.
+	Abstain bool
 }
 
 // Decide is one step of an agent's claim of an endpoint.
 func Decide(v View, t Timing) Decision {
 	rec := v.Record.clone()
-	if v.Passive && !(v.Exists && rec.Holder != "" && rec.HolderPartition == v.Partition) {
-		return Decision{Record: rec}
+	if v.Passive && !passiveMayTake(v, rec) {
+		return Decision{Record: rec, Abstain: true}
 	}
 	listed := false
 	if _, ok := rec.Listings[v.Partition]; ok != v.Listed && !v.Passive {
@@ -181,11 +186,13 @@ func Decide(v View, t Timing) Decision {
 		alive = t.TakeoverAfter
 	}
 	switch {
-	case rec.Holder != "" && (v.Unchanged < alive || v.Frozen):
+	case rec.Holder != "" && (v.Unchanged < alive || v.Frozen && rec.HolderPartition != v.Partition):
 		// Another partition's agent serves it (or, without leader
 		// election, another process of this partition); during a release
-		// even one that stopped renewing keeps it (its partition's
-		// finalizer waits for it).
+		// even one of another partition that stopped renewing keeps it
+		// (its partition's finalizer waits for it). An earlier process of
+		// this partition that stopped renewing is taken over (the
+		// endpoint stays with the partition).
 		if home == v.Partition && rec.HandoverTo != v.Partition && rec.HolderPartition != v.Partition && !v.Frozen {
 			rec.HandoverTo = v.Partition
 			listed = true
@@ -199,6 +206,20 @@ func Decide(v View, t Timing) Decision {
 		return Decision{Write: listed, Record: rec}
 	}
 	return acquire(rec, v)
+}
+
+// passiveMayTake: the endpoint's objects are the passive agent's
+// partition's to release (see View.Passive).
+func passiveMayTake(v View, rec Record) bool {
+	if rec.Holder != "" {
+		return v.Exists && rec.HolderPartition == v.Partition
+	}
+	for p := range rec.Listings {
+		if p != v.Partition {
+			return false
+		}
+	}
+	return v.Listed && (rec.HandoverTo == "" || rec.HandoverTo == v.Partition)
 }
 
 // acquire takes the Lease; a handover asked of an earlier holder is void

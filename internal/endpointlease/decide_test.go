@@ -91,14 +91,22 @@ func TestDecide(t *testing.T) {
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 3, "us", 2)}}},
 		{"moved here by the administrator, already given up for a third partition: take it", eu(true, time.Second, Record{HandoverTo: "ap", MoveTo: "eu", Listings: l("eu", 1, "us", 2, "ap", 3)}, true),
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 4, "us", 2, "ap", 3)}}},
-		{"passive (only releasing): take nothing, record no listing", View{Exists: true, Record: Record{Listings: l("us", 1)}, Unchanged: 2 * time.Minute, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
-			Decision{Record: Record{Listings: l("us", 1)}}},
-		{"passive, no Lease: create none", View{Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
-			Decision{Record: Record{Listings: l()}}},
+		{"passive (only releasing), free but listed by another partition: leave it", View{Exists: true, Record: Record{Listings: l("us", 1)}, Unchanged: 2 * time.Minute, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
+			Decision{Abstain: true, Record: Record{Listings: l("us", 1)}}},
+		{"passive, free, handed to another partition: leave it", View{Exists: true, Record: Record{HandoverTo: "us", Listings: l("eu", 1)}, Unchanged: 2 * time.Minute, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
+			Decision{Abstain: true, Record: Record{HandoverTo: "us", Listings: l("eu", 1)}}},
+		{"passive, no Lease, listed only here: create it, without a listing (its objects are this partition's)", View{Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l()}}},
+		{"passive, not listed here: leave it", View{Partition: "eu", Identity: "eu-1", Passive: true},
+			Decision{Abstain: true, Record: Record{Listings: l()}}},
+		{"passive, another partition's holder stopped renewing long ago, this is the home: leave it", View{Exists: true, Record: Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 1, "eu", 2)}, Unchanged: 2 * time.Minute, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true, Frozen: true},
+			Decision{Abstain: true, Record: Record{Holder: "us-1", HolderPartition: "us", Listings: l("us", 1, "eu", 2)}}},
 		{"passive, an earlier process of its partition holds it: take it (its objects are this partition's to release)", View{Exists: true, Record: Record{Holder: "eu-0", HolderPartition: "eu", Listings: l("eu", 1)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
 		{"passive, moved here by the administrator: take nothing", View{Exists: true, Record: Record{Holder: "us-1", HolderPartition: "us", MoveTo: "eu", Listings: l("us", 1)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
-			Decision{Record: Record{Holder: "us-1", HolderPartition: "us", MoveTo: "eu", Listings: l("us", 1)}}},
+			Decision{Abstain: true, Record: Record{Holder: "us-1", HolderPartition: "us", MoveTo: "eu", Listings: l("us", 1)}}},
+		{"passive, an earlier process of its partition holds it, moved here by the administrator: take it, leave the move to an agent that syncs", View{Exists: true, Record: Record{Holder: "eu-0", HolderPartition: "eu", MoveTo: "eu", Listings: l("eu", 1, "us", 2)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
+			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", MoveTo: "eu", Listings: l("eu", 1, "us", 2)}}},
 		{"passive, holding it: renew (its objects are its to release)", View{Exists: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}, Unchanged: time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Passive: true},
 			Decision{Write: true, Serve: true, Record: Record{Holder: "eu-1", HolderPartition: "eu", Listings: l("eu", 1)}}},
 		{"free, the home is another partition: give it the lease duration", eu(true, 5*time.Second, Record{Listings: l("eu", 1, "us", 2)}, true),
@@ -155,5 +163,18 @@ func TestDecideWithoutLeaderElection(t *testing.T) {
 	}
 	if d := Decide(View{Exists: true, Record: rec, Unchanged: 16 * time.Second, Partition: "eu", Identity: "eu-1", Listed: true}, timing); !d.Serve {
 		t.Errorf("a holder of the same partition that stopped renewing kept its Lease: %+v", d)
+	}
+	// During a release (and a release-only agent is always in one), an
+	// earlier process of the same partition is taken over all the same:
+	// the endpoint stays with the partition, whose finalizer waits for it.
+	for _, passive := range []bool{false, true} {
+		v := View{Exists: true, Record: rec, Unchanged: 16 * time.Second, Partition: "eu", Identity: "eu-1", Listed: true, Frozen: true, Passive: passive}
+		if d := Decide(v, timing); !d.Serve {
+			t.Errorf("passive %v, a release under way: a holder of the same partition that stopped renewing kept its Lease: %+v", passive, d)
+		}
+		v.Unchanged = 5 * time.Second
+		if d := Decide(v, timing); d.Serve || d.Write {
+			t.Errorf("passive %v, a release under way: a live holder of the same partition lost its Lease: %+v", passive, d)
+		}
 	}
 }

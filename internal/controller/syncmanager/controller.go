@@ -311,8 +311,8 @@ func Add(mgr manager.Manager, opts Options) error {
 				SamePartitionAtOnce: opts.LeaderElection},
 			RenewDeadline: endpointRenewDeadline, RetryPeriod: endpointRetryPeriod,
 			Log: log.WithName("endpoint-lease"),
-			// An agent that only releases takes only the endpoints its own
-			// partition held (endpointlease.View.Passive).
+			// An agent that only releases takes only the endpoints whose
+			// objects are its partition's (endpointlease.View.Passive).
 			Passive: opts.ReleaseOnly,
 		}
 	}
