@@ -35,9 +35,9 @@ func TestClosed(t *testing.T) {
 		want bool
 	}{
 		{"before the Lease is held", func() {}, true},
-		{"held", func() { f.Written(c.t, true) }, false},
-		{"paused past the renew deadline", func() { c.t = c.t.Add(11 * time.Second) }, true},
-		{"renewed", func() { f.Written(c.t, true) }, false},
+		{"held", func() { f.Written(c.now(), true) }, false},
+		{"paused past the renew deadline", func() { c.advance(11 * time.Second) }, true},
+		{"renewed", func() { f.Written(c.now(), true) }, false},
 	}
 	for _, s := range steps {
 		s.do()

@@ -50,15 +50,15 @@ func TestEndpointFence(t *testing.T) {
 		{"no election, no endpoint fence", func() {}, noLeader, http.MethodPost, false, true},
 		{"no election, endpoint not held", func() {}, noLeader, http.MethodPost, true, false},
 		{"no election, a read while the endpoint is not held", func() {}, noLeader, http.MethodGet, true, true},
-		{"no election, endpoint held", func() { endpoint.Written(c.t, true) }, noLeader, http.MethodPatch, true, true},
+		{"no election, endpoint held", func() { endpoint.Written(c.now(), true) }, noLeader, http.MethodPatch, true, true},
 		{"leader not renewed, endpoint held", func() {}, withLeader, http.MethodPatch, true, false},
-		{"both held", func() { leader.Written(c.t, true) }, withLeader, http.MethodPatch, true, true},
-		{"endpoint given up", func() { endpoint.Written(c.t, false) }, withLeader, http.MethodDelete, true, false},
+		{"both held", func() { leader.Written(c.now(), true) }, withLeader, http.MethodPatch, true, true},
+		{"endpoint given up", func() { endpoint.Written(c.now(), false) }, withLeader, http.MethodDelete, true, false},
 		{"endpoint given up, a write for no endpoint", func() {}, withLeader, http.MethodDelete, false, true},
 		{"endpoint held again, then not renewed in time", func() {
-			endpoint.Written(c.t, true)
-			leader.Written(c.t.Add(5*time.Second), true)
-			c.t = c.t.Add(10 * time.Second)
+			endpoint.Written(c.now(), true)
+			leader.Written(c.now().Add(5*time.Second), true)
+			c.advance(10 * time.Second)
 		}, withLeader, http.MethodPut, true, false},
 	}
 	for _, s := range steps {

@@ -21,14 +21,30 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // clock is a settable time.
-type clock struct{ t time.Time }
+// clock is a fake clock; the fences' watchdogs read it from timers'
+// goroutines.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
-func (c *clock) now() time.Time { return c.t }
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
 
 // TestFenceTransitions: the fence's state after each step.
 func TestFenceTransitions(t *testing.T) {
@@ -40,17 +56,17 @@ func TestFenceTransitions(t *testing.T) {
 	}
 	steps := []step{
 		{"a new replica holds nothing", func(*Fence, *clock) {}, false},
-		{"acquired", func(f *Fence, c *clock) { f.Written(c.t, true) }, true},
-		{"9.9 s later", func(_ *Fence, c *clock) { c.t = c.t.Add(9900 * time.Millisecond) }, true},
-		{"10 s after the renewal was sent", func(_ *Fence, c *clock) { c.t = c.t.Add(100 * time.Millisecond) }, false},
-		{"renewed (sent 1 s ago)", func(f *Fence, c *clock) { f.Written(c.t.Add(-time.Second), true) }, true},
+		{"acquired", func(f *Fence, c *clock) { f.Written(c.now(), true) }, true},
+		{"9.9 s later", func(_ *Fence, c *clock) { c.advance(9900 * time.Millisecond) }, true},
+		{"10 s after the renewal was sent", func(_ *Fence, c *clock) { c.advance(100 * time.Millisecond) }, false},
+		{"renewed (sent 1 s ago)", func(f *Fence, c *clock) { f.Written(c.now().Add(-time.Second), true) }, true},
 		{"an older renewal answered late changes nothing", func(f *Fence, c *clock) {
-			f.Written(c.t.Add(-30*time.Second), true)
-			c.t = c.t.Add(8500 * time.Millisecond)
+			f.Written(c.now().Add(-30*time.Second), true)
+			c.advance(8500 * time.Millisecond)
 		}, true},
-		{"given up", func(f *Fence, c *clock) { f.Written(c.t, false) }, false},
-		{"acquired again", func(f *Fence, c *clock) { f.Written(c.t, true) }, true},
-		{"paused for a minute (the monotonic clock runs on)", func(_ *Fence, c *clock) { c.t = c.t.Add(time.Minute) }, false},
+		{"given up", func(f *Fence, c *clock) { f.Written(c.now(), false) }, false},
+		{"acquired again", func(f *Fence, c *clock) { f.Written(c.now(), true) }, true},
+		{"paused for a minute (the monotonic clock runs on)", func(_ *Fence, c *clock) { c.advance(time.Minute) }, false},
 	}
 	c := &clock{t: start}
 	f := New(10*time.Second, logr.Discard())
@@ -219,10 +235,10 @@ func TestBodyReadAfterAPauseIsRefused(t *testing.T) {
 	c := &clock{t: time.Now()}
 	f := New(10*time.Second, logr.Discard())
 	f.now = c.now
-	f.Written(c.t, true)
+	f.Written(c.now(), true)
 	sent := false
 	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		c.t = c.t.Add(time.Minute) // stopped between the check and the send
+		c.advance(time.Minute) // stopped between the check and the send
 		if _, err := io.ReadAll(req.Body); err != nil {
 			return nil, err
 		}
