@@ -81,7 +81,7 @@ test-unit: ## Unit tests (with the race detector), the check of the PromQL the c
 fuzz: ## Run every fuzz target for FUZZTIME (5s; e.g. FUZZTIME=10m for a long run).
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
-		go test -run='^$$' -fuzz="^$${t#*:}$$" -fuzztime=$(FUZZTIME) $${t%%:*}; \
+		hack/fuzz.sh $${t%%:*} $${t#*:} $(FUZZTIME); \
 	done
 
 # refschema (hack/refschema, a test-only module with kcp's crdpuller) computes
