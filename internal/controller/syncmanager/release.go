@@ -34,7 +34,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-	ctrlruntimeclient "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/kcp-syncagent/api-syncagent/internal/fence"
@@ -432,120 +431,6 @@ func (r *reconciler) othersRelease(ctx context.Context, prName string) bool {
 // hasReleaseFinalizer reports whether the PublishedResource carries ours.
 func (r *reconciler) hasReleaseFinalizer(pr *syncagentv1alpha1.PublishedResource) bool {
 	return controllerutil.ContainsFinalizer(pr, r.releaseFinalizer())
-}
-
-// servedResource finds the version (the group's preferred one first) and
-// kind in which an endpoint serves gr.
-func (r *reconciler) servedResource(url string, gr schema.GroupResource) (schema.GroupVersionKind, bool, error) {
-	dc, err := r.endpointDiscovery(url)
-	if err != nil {
-		return schema.GroupVersionKind{}, false, err
-	}
-	groups, err := dc.ServerGroups()
-	if err != nil {
-		// (An answer whose body client-go cannot read, such as a stopped
-		// shard's 403 through the front-proxy, reads "unknown": the
-		// reason says which answer it was.)
-		return schema.GroupVersionKind{}, false, fmt.Errorf("failed to discover the endpoint's API groups (%s): %w", apierrors.ReasonForError(err), err)
-	}
-	for _, g := range groups.Groups {
-		if g.Name != gr.Group {
-			continue
-		}
-		versions := []string{g.PreferredVersion.Version}
-		for _, v := range g.Versions {
-			versions = append(versions, v.Version)
-		}
-		for _, v := range versions {
-			list, err := dc.ServerResourcesForGroupVersion(schema.GroupVersion{Group: gr.Group, Version: v}.String())
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return schema.GroupVersionKind{}, false, err
-			}
-			for _, res := range list.APIResources {
-				if res.Name == gr.Resource {
-					return schema.GroupVersionKind{Group: gr.Group, Version: v, Kind: res.Kind}, true, nil
-				}
-			}
-		}
-	}
-	return schema.GroupVersionKind{}, false, nil
-}
-
-// resourceOfKind finds the resource of a kind on an endpoint.
-func (r *reconciler) resourceOfKind(url string, gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool, error) {
-	dc, err := r.endpointDiscovery(url)
-	if err != nil {
-		return schema.GroupVersionResource{}, false, err
-	}
-	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
-	if apierrors.IsNotFound(err) {
-		return schema.GroupVersionResource{}, false, nil
-	}
-	if err != nil {
-		return schema.GroupVersionResource{}, false, err
-	}
-	for _, res := range list.APIResources {
-		if res.Kind == gvk.Kind && !strings.Contains(res.Name, "/") {
-			return gvk.GroupVersion().WithResource(res.Name), true, nil
-		}
-	}
-	return schema.GroupVersionResource{}, false, nil
-}
-
-// syncedResources reads the kcp resources recorded on a PublishedResource.
-func (r *reconciler) syncedResources(pr *syncagentv1alpha1.PublishedResource) []schema.GroupResource {
-	var out []schema.GroupResource
-	for _, s := range strings.Split(pr.Annotations[r.syncedResourcesKey()], ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, schema.ParseGroupResource(s))
-		}
-	}
-	return out
-}
-
-// setSyncedResources records the kcp resources on the PublishedResource,
-// writing only if that changes it; locked, the write fails with a conflict
-// if the PublishedResource changed since pr was read.
-func (r *reconciler) setSyncedResources(ctx context.Context, pr *syncagentv1alpha1.PublishedResource, grs []schema.GroupResource, locked bool) error {
-	names := make([]string, 0, len(grs))
-	for _, gr := range grs {
-		names = append(names, gr.String())
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
-	value := strings.Join(names, ",")
-	if pr.Annotations[r.syncedResourcesKey()] == value {
-		return nil
-	}
-	var v any = value
-	if value == "" {
-		v = nil
-	}
-	meta := map[string]any{"annotations": map[string]any{r.syncedResourcesKey(): v}}
-	if locked {
-		meta["resourceVersion"] = pr.ResourceVersion
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": meta})
-	if err != nil {
-		return err
-	}
-	err = r.client.Patch(ctx, pr, ctrlruntimeclient.RawPatch(types.MergePatchType, patch))
-	if apierrors.IsForbidden(err) {
-		// As with the finalizer: reported once, syncing goes on; an
-		// earlier projection's objects are then released only while its
-		// controller stops in this process.
-		if r.warnOnce(pr.Name) {
-			r.log.Error(err, "The agent may not patch PublishedResources", "publishedresource", pr.Name)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("failed to record the synced resources of PublishedResource %s: %w", pr.Name, err)
-	}
-	return nil
 }
 
 // newRelease prepares a release through the given endpoints, counting
